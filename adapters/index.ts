@@ -1,0 +1,7 @@
+/**
+ * The built-in adapters. Each extends exactly one plugin through its extension point and loads
+ * only when that plugin loads.
+ */
+import type { AnyAdapter } from '../core/registry/index.ts';
+
+export const adapters: AnyAdapter[] = [];
