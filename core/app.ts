@@ -251,9 +251,12 @@ export async function buildApp(opts: BuildAppOptions): Promise<Trellis> {
         continue;
       }
       const routeFns: { fn: (app: App) => Promise<void> | void; prefix: string }[] = [];
+      const optionalDeps: Record<string, unknown> = {};
+      for (const [name, ref] of Object.entries(unit.optionalDeps ?? {})) optionalDeps[name] = services.get(ref.id);
       await unit.setup({
         ...base,
         deps,
+        optionalDeps,
         provide<T>(ref: ServiceRef<T>, impl: T) {
           if (!(unit.provides ?? []).some((r) => r.id === ref.id)) throw new BootError(`'${unit.id}' provides '${ref.id}' without declaring it in 'provides'`);
           services.set(ref.id, impl);

@@ -1,6 +1,6 @@
 /**
- * Database: one MikroORM instance (entities of core and of every loaded plugin), the `pg` pool
- * behind it for hand-written SQL, plugin-scoped migrations and a LISTEN/NOTIFY channel for
+ * Database: one MikroORM instance (entities of core and of every loaded plugin), a `pg` pool for
+ * hand-written SQL, plugin-scoped migrations and a LISTEN/NOTIFY channel for
  * cross-node cache invalidation.
  *
  * Migrations are plain SQL (or async functions) declared by each plugin, applied in order inside
@@ -49,13 +49,16 @@ export async function openDatabase(opts: {
   const orm = await MikroORM.init({
     clientUrl: opts.url,
     entities: opts.entities,
-    pool: { min: 0, max: opts.poolSize, idleTimeoutMillis: 30_000 },
+    pool: { min: 0, max: Math.max(2, Math.ceil(opts.poolSize / 2)), idleTimeoutMillis: 30_000 },
     allowGlobalContext: false,
     debug: false,
     ensureDatabase: false,
     discovery: { warnWhenNoEntities: false },
   });
-  const pool = (await orm.em.getConnection().getNativeClient()) as unknown as pg.Pool;
+  // Hand-written SQL gets its own pool with pg's default type parsing (timestamps as Date);
+  // MikroORM's pool parses them as strings for its own hydration.
+  const pool = new pg.Pool({ connectionString: opts.url, max: opts.poolSize, idleTimeoutMillis: 30_000 });
+  pool.on('error', (err) => opts.log?.(`idle database connection error: ${err.message}`));
   let expected: PluginMigrations[] = [];
   let listener: pg.Client | undefined;
   const handlers = new Map<string, Set<(payload: string) => void>>();
@@ -149,6 +152,7 @@ export async function openDatabase(opts: {
     },
     async close() {
       await listener?.end().catch(() => undefined);
+      await pool.end().catch(() => undefined);
       await orm.close(true);
     },
   };

@@ -63,6 +63,7 @@ export function createExtensionPoint<T>(opts: { id: string; plugin: string }): E
 }
 
 type ResolvedDeps<D> = { [K in keyof D]: D[K] extends ServiceRef<infer T> ? T : never };
+type ResolvedOptionalDeps<D> = { [K in keyof D]: D[K] extends ServiceRef<infer T> ? T | undefined : never };
 
 // ---------------------------------------------------------------------------------------------
 // Permissions and route config
@@ -124,8 +125,10 @@ export interface BaseContext<C> {
   onStop(fn: () => Promise<void> | void): void;
 }
 
-export interface PluginContext<C, D> extends BaseContext<C> {
+export interface PluginContext<C, D, O = Record<string, never>> extends BaseContext<C> {
   readonly deps: ResolvedDeps<D>;
+  /** Services of plugins that may be switched off: `undefined` when their provider is not loaded. */
+  readonly optionalDeps: ResolvedOptionalDeps<O>;
   provide<T>(ref: ServiceRef<T>, impl: T): void;
   /** The frozen contributions to one of this plugin's extension points. */
   extensions<T>(point: ExtensionPoint<T>): readonly T[];
@@ -133,7 +136,11 @@ export interface PluginContext<C, D> extends BaseContext<C> {
   routes(fn: (app: App) => Promise<void> | void, opts?: RoutesOptions): void;
 }
 
-export interface PluginDefinition<C extends TSchema = TSchema, D extends Record<string, ServiceRef<unknown>> = Record<string, never>> {
+export interface PluginDefinition<
+  C extends TSchema = TSchema,
+  D extends Record<string, ServiceRef<unknown>> = Record<string, never>,
+  O extends Record<string, ServiceRef<unknown>> = Record<string, never>,
+> {
   readonly kind?: 'plugin';
   id: string;
   description: string;
@@ -142,18 +149,22 @@ export interface PluginDefinition<C extends TSchema = TSchema, D extends Record<
   entities?: EntitySchema[];
   migrations?: Migration[];
   deps?: D;
+  /** Like `deps`, but the plugin still loads when the provider is switched off. */
+  optionalDeps?: O;
   provides?: ServiceRef<unknown>[];
   extensionPoints?: ExtensionPoint<unknown>[];
   /** Extension points of other plugins this plugin contributes to (orders it before them). */
   extends?: ExtensionPoint<unknown>[];
-  setup(ctx: PluginContext<Static<C>, D>): Promise<void> | void;
+  setup(ctx: PluginContext<Static<C>, D, O>): Promise<void> | void;
 }
 
-export type AnyPlugin = PluginDefinition<TSchema, Record<string, ServiceRef<unknown>>> & { kind: 'plugin' };
+export type AnyPlugin = PluginDefinition<TSchema, Record<string, ServiceRef<unknown>>, Record<string, ServiceRef<unknown>>> & { kind: 'plugin' };
 
-export function definePlugin<C extends TSchema = TSchema, D extends Record<string, ServiceRef<unknown>> = Record<string, never>>(
-  def: PluginDefinition<C, D>,
-): AnyPlugin {
+export function definePlugin<
+  C extends TSchema = TSchema,
+  D extends Record<string, ServiceRef<unknown>> = Record<string, never>,
+  O extends Record<string, ServiceRef<unknown>> = Record<string, never>,
+>(def: PluginDefinition<C, D, O>): AnyPlugin {
   return { ...def, kind: 'plugin' } as unknown as AnyPlugin;
 }
 

@@ -50,6 +50,12 @@ export function orderUnits(units: Unit[]): Unit[] {
       }
       if (provider !== u.id) addEdge(provider, u.id);
     }
+    if (u.kind === 'plugin') {
+      for (const ref of Object.values(u.optionalDeps ?? {})) {
+        const provider = providers.get(ref.id);
+        if (provider && provider !== u.id) addEdge(provider, u.id);
+      }
+    }
     const extended = u.kind === 'adapter' ? [u.extends] : (u.extends ?? []);
     for (const ep of extended) if (byId.has(ep.plugin) && ep.plugin !== u.id) addEdge(u.id, ep.plugin);
   }

@@ -1,0 +1,38 @@
+/**
+ * `npm test`: starts one embedded PostgreSQL for the whole run (unless DATABASE_URL names a
+ * server), runs tap, stops the database and exits with tap's code. Each test app creates and
+ * drops a database of its own on that server, so test files stay isolated and can run in
+ * parallel.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../core/db/embedded.ts';
+
+const args = process.argv.slice(2);
+let embedded: EmbeddedPostgres | undefined;
+let dir: string | undefined;
+// tap spawns `node` from PATH: make it this Node (24), not an older system one.
+const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}` };
+
+if (!process.env.DATABASE_URL) {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'trellis-test-pg-'));
+  const t0 = Date.now();
+  embedded = await startEmbeddedPostgres(dir);
+  process.stderr.write(`# embedded PostgreSQL for tests on port ${embedded.port} (${Date.now() - t0} ms)\n`);
+  env.TRELLIS_TEST_ADMIN_URL = embedded.url;
+}
+
+const cleanup = async () => {
+  await embedded?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+};
+
+const tap = spawn(path.resolve('node_modules/.bin/tap'), args, { stdio: 'inherit', env });
+const forward = (sig: NodeJS.Signals) => tap.kill(sig);
+process.on('SIGINT', forward);
+process.on('SIGTERM', forward);
+const code = await new Promise<number>((resolve) => tap.on('close', (c, s) => resolve(c ?? (s ? 1 : 0))));
+await cleanup();
+process.exit(code);
