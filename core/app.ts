@@ -28,6 +28,7 @@ import { installErrorHandling } from './errors/http.ts';
 import { createEventBus } from './events/index.ts';
 import { coreEntities, coreMigrations } from './identity/entities.ts';
 import { createJobs } from './jobs/index.ts';
+import { createSafeFetch } from './net/index.ts';
 import {
   BootError,
   type AnyAdapter,
@@ -150,6 +151,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<Trellis> {
     });
     const events = createEventBus(log);
     const jobs = createJobs(opts.databaseUrl, log);
+    const netService = { fetch: createSafeFetch({ allow: config.TRELLIS_OUTBOUND_ALLOW.split(',') }) };
 
     // Validation: bodies are not coerced (a string is not a number); query, params and headers are.
     const strict = makeAjv({ coerceTypes: false });
@@ -225,6 +227,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<Trellis> {
         events,
         secrets,
         identity: { sessions, keys, catalogue },
+        net: netService,
         extend<T>(point: ExtensionPoint<T>, item: T) {
           if (!loadedIds.has(point.plugin)) return;
           if (frozen.has(point.id)) throw new BootError(`'${unit.id}' extends '${point.id}' after plugin '${point.plugin}' was set up`);

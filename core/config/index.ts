@@ -32,6 +32,11 @@ export const CoreConfigSchema = Type.Object({
   /** Failed sign-ins per email and address before a cool-down. */
   TRELLIS_SIGNIN_MAX_FAILURES: Type.Integer({ default: 5, minimum: 1 }),
   TRELLIS_SIGNIN_LOCKOUT_MS: Type.Integer({ default: 15 * 60 * 1000, minimum: 1000 }),
+  /**
+   * Outbound destinations allowed even though they are private/loopback (comma-separated hosts
+   * and CIDRs), e.g. `10.0.0.5,internal.example` or `127.0.0.1` for local test peers.
+   */
+  TRELLIS_OUTBOUND_ALLOW: Type.String({ default: '' }),
   /** Size of the database connection pool. */
   TRELLIS_DB_POOL_SIZE: Type.Integer({ default: 10, minimum: 1 }),
 });

@@ -18,6 +18,7 @@ import type { Static, TSchema } from 'typebox';
 import type { CoreConfig } from '../config/index.ts';
 import type { Database, Migration } from '../db/index.ts';
 import type { SecretBox } from '../crypto/index.ts';
+import type { SafeFetch } from '../net/index.ts';
 import type { EventBus } from '../events/index.ts';
 import type { Jobs } from '../jobs/index.ts';
 import type { Role } from '../identity/entities.ts';
@@ -117,6 +118,12 @@ export interface BaseContext<C> {
   readonly events: EventBus;
   readonly secrets: SecretBox;
   readonly identity: Identity;
+  /**
+   * fetch for user-given URLs, through the SSRF guard: loopback, private, link-local and metadata
+   * addresses are refused (unless allow-listed by the operator), on every redirect hop and every
+   * resolved address; size and time limits apply. Throws `SsrfBlockedError` (400 `ssrf_blocked`).
+   */
+  readonly net: { fetch: SafeFetch };
   /** Adds to another plugin's extension point (ignored when that plugin is not loaded). */
   extend<T>(point: ExtensionPoint<T>, contribution: T): void;
   /** Runs after every plugin is set up and the server is about to listen. */
