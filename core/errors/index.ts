@@ -118,6 +118,7 @@ export class DecodeError extends Error {
 export interface AjvLikeError {
   keyword: string;
   instancePath: string;
+  schemaPath?: string;
   params: Record<string, unknown>;
   message?: string;
 }
@@ -145,7 +146,29 @@ function pointerToPath(pointer: string): (string | number)[] {
 }
 
 /** Maps ajv validation errors to decode issues (the spec's `_tag` enum, `path` as an array). */
-export function decodeIssuesFromAjv(errors: AjvLikeError[]): DecodeIssue[] {
+export function decodeIssuesFromAjv(all: AjvLikeError[]): DecodeIssue[] {
+  // A failed union reports each branch's error and then the union itself: fold the branches into
+  // one issue on the union ("must be one of" when every branch is a literal).
+  const unions = all.filter((e) => (e.keyword === 'anyOf' || e.keyword === 'oneOf') && e.schemaPath);
+  const branchOf = (e: AjvLikeError) => unions.find((u) => e !== u && e.instancePath === u.instancePath && e.schemaPath?.startsWith(u.schemaPath!.replace(/\/(anyOf|oneOf)$/, '/$1/')));
+  const literals = new Map<AjvLikeError, unknown[]>();
+  const errors: AjvLikeError[] = [];
+  for (const e of all) {
+    const u = branchOf(e);
+    if (!u) {
+      errors.push(e);
+      continue;
+    }
+    const list = literals.get(u) ?? [];
+    list.push(e.keyword === 'const' ? e.params.allowedValue : undefined);
+    literals.set(u, list);
+  }
+  for (const [u, values] of literals) {
+    if (values.length && values.every((v) => v !== undefined)) {
+      u.keyword = 'enum';
+      u.params = { allowedValues: values };
+    }
+  }
   const issues: DecodeIssue[] = [];
   const seen = new Set<string>();
   for (const e of errors) {
