@@ -10,7 +10,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../core/db/embedded.ts';
 
-const args = process.argv.slice(2);
+import { readdirSync, statSync } from 'node:fs';
+
+/** Directory arguments expand to the test files below them (tap's include filter wants files). */
+function expand(arg: string): string[] {
+  let st;
+  try {
+    st = statSync(arg);
+  } catch {
+    return [arg];
+  }
+  if (!st.isDirectory()) return [arg];
+  return (readdirSync(arg, { recursive: true }) as string[]).filter((f) => f.endsWith('.test.ts')).map((f) => path.join(arg, f)).sort();
+}
+const args = process.argv.slice(2).flatMap((a) => (a.startsWith('-') ? [a] : expand(a)));
 let embedded: EmbeddedPostgres | undefined;
 let dir: string | undefined;
 // tap spawns `node` from PATH: make it this Node (24), not an older system one.
