@@ -1,0 +1,574 @@
+/**
+ * The sandbox: the only way user code (automations, workflows) runs (DESIGN rule 9).
+ *
+ * Code is an ES module whose default export is an (async) function `(input, ctx)`. Every run gets
+ * a fresh QuickJS runtime and context (quickjs-emscripten, release sync variant; the WASM module
+ * is loaded once per process) with:
+ * - a memory limit and a stack limit (runtime limits);
+ * - a CPU deadline: time spent executing guest code, enforced by the interrupt handler;
+ * - a wall-clock deadline that also covers awaited host calls (a host timer races the run);
+ * - capped output, capped log events (count and bytes): exceeding either fails the run;
+ * - `console.*` captured as log events (`log`/`info`/`debug` -> level info, `warn`/`error` ->
+ *   level error);
+ * - no capability unless granted: `ctx.fetch(url, init)` goes through the fetch given to
+ *   `createSandbox` (core's SSRF-guarded fetch), `ctx.resources.<label>.<method>(...args)` calls
+ *   host functions bound for this run only.
+ *
+ * Host objects never enter the guest: the guest sees one private host-call function (captured by
+ * a bootstrap script and removed from the global object before user code loads) that exchanges
+ * JSON strings. `ctx`, `ctx.resources` and fetch responses are plain guest objects, so polluting
+ * their prototypes changes only the guest realm, which is thrown away after the run.
+ *
+ * A never-resolving promise is detected as soon as nothing can settle it (no host call in flight
+ * and no pending job), otherwise it ends at the wall-clock deadline. Every handle is disposed in
+ * `finally`, before the context and runtime, whatever happened.
+ */
+import {
+  newQuickJSWASMModule,
+  RELEASE_SYNC,
+  type QuickJSContext,
+  type QuickJSDeferredPromise,
+  type QuickJSHandle,
+  type QuickJSRuntime,
+  type QuickJSWASMModule,
+} from 'quickjs-emscripten';
+import type { SafeFetch } from '../net/index.ts';
+
+export interface SandboxLimits {
+  /** Wall-clock deadline of a run, host calls included (ms). */
+  timeoutMs: number;
+  /** Time spent executing guest code (ms), enforced by the interrupt handler. */
+  cpuMs: number;
+  /** QuickJS heap limit (bytes). */
+  memoryBytes: number;
+  /** QuickJS stack limit (bytes). */
+  stackBytes: number;
+  /** Largest JSON-serialized output (bytes). */
+  maxOutputBytes: number;
+  /** Most console calls per run. */
+  maxLogEvents: number;
+  /** Most console bytes per run (a single message is cut at 8 KiB). */
+  maxLogBytes: number;
+  /** Largest response body `ctx.fetch` reads, and largest resource result (bytes). */
+  maxHostResultBytes: number;
+  /** Most host calls (fetch + resources) in flight at once. */
+  maxConcurrentHostCalls: number;
+}
+
+export const DEFAULT_LIMITS: SandboxLimits = {
+  timeoutMs: 30_000,
+  cpuMs: 5_000,
+  memoryBytes: 64 * 1024 * 1024,
+  stackBytes: 256 * 1024,
+  maxOutputBytes: 1024 * 1024,
+  maxLogEvents: 1000,
+  maxLogBytes: 256 * 1024,
+  maxHostResultBytes: 5 * 1024 * 1024,
+  maxConcurrentHostCalls: 16,
+};
+
+export interface SandboxOptions {
+  /** The fetch `ctx.fetch` goes through (core's SSRF-guarded `ctx.net.fetch`). */
+  fetch?: SafeFetch;
+  /** Defaults for every run; a run may tighten or change them. */
+  limits?: Partial<SandboxLimits>;
+}
+
+/** A host function bound as `ctx.resources.<label>.<method>(...args)`; args and result are JSON. */
+export type ResourceMethod = (args: unknown[], signal: AbortSignal) => Promise<unknown>;
+export type ResourceBinding = Record<string, ResourceMethod>;
+
+export interface SandboxCapabilities {
+  /** Grants `ctx.fetch`. */
+  fetch?: boolean;
+  /** Grants `ctx.resources.<label>`. */
+  resources?: Record<string, ResourceBinding>;
+}
+
+export type LogLevel = 'info' | 'error';
+
+export interface LogEvent {
+  level: LogLevel;
+  /** The console method called. */
+  method: 'log' | 'info' | 'debug' | 'warn' | 'error';
+  message: string;
+  at: string;
+}
+
+export type SandboxErrorCode =
+  | 'script_error'
+  | 'invalid_module'
+  | 'timeout'
+  | 'cpu_limit'
+  | 'memory_limit'
+  | 'stack_overflow'
+  | 'log_limit'
+  | 'output_limit'
+  | 'never_settled'
+  | 'invalid_input';
+
+export interface SandboxError {
+  code: SandboxErrorCode;
+  name: string;
+  message: string;
+  stack?: string;
+}
+
+export interface RunOptions {
+  code: string;
+  input?: unknown;
+  capabilities?: SandboxCapabilities;
+  limits?: Partial<SandboxLimits>;
+  /** Called for every accepted log event, in order. */
+  onLog?: (event: LogEvent) => void;
+  /** Aborting ends the run as a timeout. */
+  signal?: AbortSignal;
+}
+
+export type RunResult =
+  | { ok: true; output: unknown; error: null; logs: LogEvent[]; durationMs: number; cpuMs: number }
+  | { ok: false; output: null; error: SandboxError; logs: LogEvent[]; durationMs: number; cpuMs: number };
+
+export interface Sandbox {
+  readonly limits: Readonly<SandboxLimits>;
+  run(opts: RunOptions): Promise<RunResult>;
+}
+
+/**
+ * The QuickJS stack limit must stay well below the host (V8) stack the WASM frames run on: above
+ * ~400 KiB a deep recursion overflows Node's own stack before QuickJS notices.
+ */
+export const MAX_STACK_BYTES = 384 * 1024;
+
+let modulePromise: Promise<QuickJSWASMModule> | undefined;
+let current: QuickJSWASMModule | undefined;
+let retiredModules = 0;
+
+/** Loads the WASM module once per process (~10 ms), or again after the current one was retired. */
+export function loadQuickJS(): Promise<QuickJSWASMModule> {
+  modulePromise ??= newQuickJSWASMModule(RELEASE_SYNC).then(
+    (m) => (current = m),
+    (err: unknown) => {
+      modulePromise = undefined;
+      throw err;
+    },
+  );
+  return modulePromise;
+}
+
+/**
+ * QuickJS can leak objects when it runs out of memory inside a job, and freeing such a runtime
+ * aborts the whole WASM module. So a runtime that hit the memory limit (or failed to free) is
+ * abandoned, and its module retired: new runs load a fresh module, runs still in flight on the
+ * old one finish there, and the old module's memory is reclaimed by GC once nothing refers to it.
+ */
+function retireModule(m: QuickJSWASMModule): void {
+  if (current === m) {
+    current = undefined;
+    modulePromise = undefined;
+    retiredModules++;
+  }
+}
+
+/** How many WASM modules were retired in this process (observability and tests). */
+export function sandboxStats(): { retiredModules: number } {
+  return { retiredModules };
+}
+
+const USER_MODULE = 'user:main';
+const MAX_LOG_MESSAGE = 8 * 1024;
+
+/**
+ * Guest bootstrap (a global script run before user code). Captures the host functions in a
+ * closure, deletes them from the global object and exposes only `__trellis_start` (also deleted by
+ * the entry module before user code runs).
+ */
+const BOOTSTRAP = String.raw`
+(() => {
+  const host = globalThis.__trellis_host;
+  const log = globalThis.__trellis_log;
+  const settle = globalThis.__trellis_settle;
+  const caps = JSON.parse(globalThis.__trellis_caps);
+  const inputJson = globalThis.__trellis_input;
+  delete globalThis.__trellis_host; delete globalThis.__trellis_log; delete globalThis.__trellis_settle;
+  delete globalThis.__trellis_caps; delete globalThis.__trellis_input;
+  const stringify = JSON.stringify, parse = JSON.parse, freeze = Object.freeze;
+  // Binary buffers bypass QuickJS's memory accounting in this build and leak on runtime free;
+  // automation code exchanges JSON, so they are not offered.
+  for (const n of ['ArrayBuffer', 'SharedArrayBuffer', 'DataView', 'Atomics', 'Int8Array', 'Uint8Array', 'Uint8ClampedArray',
+    'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'Float16Array', 'Float32Array', 'Float64Array', 'BigInt64Array',
+    'BigUint64Array', 'WeakRef', 'FinalizationRegistry']) delete globalThis[n];
+  const fmt = (v) => {
+    if (typeof v === 'string') return v;
+    if (v instanceof Error) return (v.stack ? v.name + ': ' + v.message + '\n' + v.stack : v.name + ': ' + v.message);
+    try { const s = stringify(v); return s === undefined ? String(v) : s; } catch (e) { return String(v); }
+  };
+  const logger = (method) => (...args) => { log(method, args.map(fmt).join(' ')); };
+  globalThis.console = freeze({ log: logger('log'), info: logger('info'), debug: logger('debug'), warn: logger('warn'), error: logger('error') });
+  const call = async (op, args) => parse(await host(op, stringify(args)));
+  const ctx = {};
+  if (caps.fetch) {
+    ctx.fetch = async (url, init) => {
+      if (url && typeof url === 'object' && typeof url.href === 'string') url = url.href;
+      const i = init || {};
+      let headers = i.headers;
+      if (headers && typeof headers === 'object' && !Array.isArray(headers)) headers = Object.entries(headers).map(([k, v]) => [String(k), String(v)]);
+      let body = i.body;
+      if (body !== undefined && body !== null && typeof body !== 'string') body = stringify(body);
+      const r = await call('fetch', [String(url), { method: i.method ? String(i.method) : undefined, headers, body: body == null ? undefined : body }]);
+      const h = new Map(r.headers);
+      return freeze({
+        ok: r.status >= 200 && r.status < 300, status: r.status, statusText: r.statusText, url: r.url,
+        headers: freeze({ get: (n) => (h.has(String(n).toLowerCase()) ? h.get(String(n).toLowerCase()) : null), has: (n) => h.has(String(n).toLowerCase()), entries: () => [...h.entries()] }),
+        text: async () => r.body,
+        json: async () => parse(r.body),
+      });
+    };
+  }
+  const resources = {};
+  for (const [label, methods] of Object.entries(caps.resources)) {
+    const obj = {};
+    for (const m of methods) obj[m] = (...args) => call('resource', [label, m, args]);
+    resources[label] = freeze(obj);
+  }
+  ctx.resources = freeze(resources);
+  freeze(ctx);
+  globalThis.__trellis_start = (main) => {
+    delete globalThis.__trellis_start;
+    if (typeof main !== 'function') throw new TypeError('The module must export a default function (input, ctx)');
+    let input;
+    try { input = parse(inputJson); } catch (e) { input = null; }
+    Promise.resolve().then(() => main(input, ctx)).then(
+      (out) => { let s; try { s = stringify(out === undefined ? null : out); } catch (e) { settle(false, fmt(e), 'TypeError', ''); return; } settle(true, s === undefined ? 'null' : s, '', ''); },
+      (err) => {
+        if (err === null) { settle(false, 'null', '__trellis_null__', ''); return; }
+        const isErr = err && typeof err === 'object' && 'message' in err;
+        settle(false, isErr ? String(err.message) : fmt(err), isErr && err.name ? String(err.name) : 'Error', isErr && err.stack ? String(err.stack) : '');
+      },
+    );
+  };
+})();
+`;
+
+const ENTRY = `import main from '${USER_MODULE}';\nglobalThis.__trellis_start(main);\n`;
+
+class RunState {
+  killed: { code: SandboxErrorCode; message: string } | null = null;
+  settled: { ok: true; json: string } | { ok: false; message: string; name: string; stack: string } | null = null;
+  cpuUsed = 0;
+  segmentStart = 0;
+  inFlight = 0;
+  wake: (() => void) | null = null;
+  done = false;
+  signalWake(): void {
+    const w = this.wake;
+    this.wake = null;
+    w?.();
+  }
+}
+
+function byteLength(s: string): number {
+  return Buffer.byteLength(s, 'utf8');
+}
+
+export function createSandbox(opts: SandboxOptions = {}): Sandbox {
+  const base: SandboxLimits = { ...DEFAULT_LIMITS, ...(opts.limits ?? {}) };
+  return {
+    limits: base,
+    run: (runOpts) => runOnce(opts, { ...base, ...(runOpts.limits ?? {}) }, runOpts),
+  };
+}
+
+async function runOnce(sandboxOpts: SandboxOptions, limits: SandboxLimits, opts: RunOptions): Promise<RunResult> {
+  const started = performance.now();
+  const wallDeadline = Date.now() + limits.timeoutMs;
+  const logs: LogEvent[] = [];
+  let logBytes = 0;
+  const state = new RunState();
+  let poisoned = false;
+  /** Interrupted mid-execution (possibly mid-allocation): the runtime may not free cleanly. */
+  let interrupted = false;
+  const fail = (error: SandboxError): RunResult => {
+    if (error.code === 'memory_limit') poisoned = true;
+    return { ok: false, output: null, error, logs, durationMs: Math.round(performance.now() - started), cpuMs: Math.round(state.cpuUsed) };
+  };
+
+  let inputJson: string;
+  try {
+    inputJson = JSON.stringify(opts.input === undefined ? null : opts.input) ?? 'null';
+  } catch (err) {
+    return fail({ code: 'invalid_input', name: 'TypeError', message: `The input is not JSON-serializable: ${(err as Error).message}` });
+  }
+  const caps = opts.capabilities ?? {};
+  if (caps.fetch && !sandboxOpts.fetch) throw new Error('createSandbox was given no fetch, so ctx.fetch cannot be granted');
+  const resources = caps.resources ?? {};
+  const capsJson = JSON.stringify({ fetch: !!caps.fetch, resources: Object.fromEntries(Object.entries(resources).map(([l, m]) => [l, Object.keys(m)])) });
+
+  const qjs = await loadQuickJS();
+  const abort = new AbortController();
+  const onAbort = () => {
+    state.killed ??= { code: 'timeout', message: 'The run was cancelled.' };
+    state.signalWake();
+  };
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  const handles: QuickJSHandle[] = [];
+  const deferreds = new Set<QuickJSDeferredPromise>();
+  let rt: QuickJSRuntime | undefined;
+  let vm: QuickJSContext | undefined;
+  let timer: NodeJS.Timeout | undefined;
+
+  const killFor = (): SandboxError | null => {
+    if (state.killed) return { code: state.killed.code, name: 'SandboxError', message: state.killed.message };
+    return null;
+  };
+  const checkLimits = (): boolean => {
+    if (state.killed) return true;
+    const now = Date.now();
+    if (now > wallDeadline) {
+      state.killed = { code: 'timeout', message: `The run exceeded its ${limits.timeoutMs} ms time limit.` };
+      return true;
+    }
+    if (state.cpuUsed + (performance.now() - state.segmentStart) > limits.cpuMs) {
+      state.killed = { code: 'cpu_limit', message: `The run used more than its ${limits.cpuMs} ms CPU limit.` };
+      return true;
+    }
+    return false;
+  };
+
+  try {
+    rt = qjs.newRuntime();
+    rt.setMemoryLimit(limits.memoryBytes);
+    rt.setMaxStackSize(Math.min(limits.stackBytes, MAX_STACK_BYTES));
+    rt.setInterruptHandler(() => {
+      const stop = checkLimits();
+      if (stop) interrupted = true;
+      return stop;
+    });
+    rt.setModuleLoader((name) => {
+      if (name === USER_MODULE) return opts.code;
+      return { error: new Error(`Module '${name}' is not available in the sandbox (imports are not allowed).`) };
+    });
+    const ctx = (vm = rt.newContext());
+
+    /** Runs guest code synchronously, counting its CPU time. */
+    const segment = <T>(fn: () => T): T => {
+      state.segmentStart = performance.now();
+      try {
+        return fn();
+      } finally {
+        state.cpuUsed += performance.now() - state.segmentStart;
+      }
+    };
+    const own = (h: QuickJSHandle) => {
+      handles.push(h);
+      return h;
+    };
+
+    // --- host functions -----------------------------------------------------------------
+    const logFn = own(
+      ctx.newFunction('log', (methodH, msgH) => {
+        if (state.done || state.killed) return;
+        const method = ctx.getString(methodH) as LogEvent['method'];
+        let message = ctx.getString(msgH);
+        if (message.length > MAX_LOG_MESSAGE) message = `${message.slice(0, MAX_LOG_MESSAGE)}… [truncated]`;
+        logBytes += byteLength(message);
+        if (logs.length >= limits.maxLogEvents || logBytes > limits.maxLogBytes) {
+          state.killed = {
+            code: 'log_limit',
+            message: `The run exceeded its log limit (${limits.maxLogEvents} messages, ${limits.maxLogBytes} bytes).`,
+          };
+          return;
+        }
+        const event: LogEvent = { level: method === 'warn' || method === 'error' ? 'error' : 'info', method: ['log', 'info', 'debug', 'warn', 'error'].includes(method) ? method : 'log', message, at: new Date().toISOString() };
+        logs.push(event);
+        opts.onLog?.(event);
+      }),
+    );
+    const settleFn = own(
+      ctx.newFunction('settle', (okH, valueH, nameH, stackH) => {
+        if (state.settled) return;
+        const ok = ctx.dump(okH) === true;
+        if (ok) state.settled = { ok: true, json: ctx.getString(valueH) };
+        else state.settled = { ok: false, message: ctx.getString(valueH), name: ctx.getString(nameH) || 'Error', stack: ctx.getString(stackH) };
+      }),
+    );
+    const hostFn = own(
+      ctx.newFunction('host', (opH, argsH) => {
+        const op = ctx.getString(opH);
+        const argsJson = ctx.getString(argsH);
+        const deferred = ctx.newPromise();
+        deferreds.add(deferred);
+        if (state.inFlight >= limits.maxConcurrentHostCalls) {
+          const e = ctx.newError(`Too many host calls in flight (limit ${limits.maxConcurrentHostCalls}).`);
+          deferred.reject(e);
+          e.dispose();
+          return deferred.handle;
+        }
+        state.inFlight++;
+        void hostCall(op, argsJson)
+          .then(
+            (json) => {
+              if (state.done) return;
+              const s = ctx.newString(json);
+              deferred.resolve(s);
+              s.dispose();
+            },
+            (err: unknown) => {
+              if (state.done) return;
+              const e = ctx.newError({ name: (err as Error)?.name && (err as Error).name !== 'Error' ? String((err as Error).name) : 'Error', message: String((err as Error)?.message ?? err) });
+              deferred.reject(e);
+              e.dispose();
+            },
+          )
+          .finally(() => {
+            state.inFlight--;
+            state.signalWake();
+          });
+        return deferred.handle;
+      }),
+    );
+
+    const hostCall = async (op: string, argsJson: string): Promise<string> => {
+      const args = JSON.parse(argsJson) as unknown[];
+      if (op === 'fetch' && caps.fetch && sandboxOpts.fetch) {
+        const [url, init] = args as [string, { method?: string; headers?: [string, string][]; body?: string }];
+        const res = await sandboxOpts.fetch(url, {
+          method: init?.method,
+          headers: init?.headers,
+          body: init?.body,
+          signal: abort.signal,
+          timeoutMs: Math.max(1, wallDeadline - Date.now()),
+          maxBytes: limits.maxHostResultBytes,
+        });
+        const body = await res.text();
+        if (byteLength(body) > limits.maxHostResultBytes) throw new Error(`The response body exceeds ${limits.maxHostResultBytes} bytes.`);
+        return JSON.stringify({ status: res.status, statusText: res.statusText, url: res.url, headers: [...res.headers.entries()], body });
+      }
+      if (op === 'resource') {
+        const [label, method, margs] = args as [string, string, unknown[]];
+        const fn = Object.hasOwn(resources, label) && Object.hasOwn(resources[label], method) ? resources[label][method] : undefined;
+        if (!fn) throw new Error(`Resource '${label}' has no method '${method}'.`);
+        const out = await fn(Array.isArray(margs) ? margs : [], abort.signal);
+        const json = JSON.stringify(out === undefined ? null : out) ?? 'null';
+        if (byteLength(json) > limits.maxHostResultBytes) throw new Error(`The resource result exceeds ${limits.maxHostResultBytes} bytes.`);
+        return json;
+      }
+      throw new Error(`Capability '${op}' was not granted.`);
+    };
+
+    const setGlobal = (name: string, h: QuickJSHandle) => ctx.setProp(ctx.global, name, h);
+    setGlobal('__trellis_host', hostFn);
+    setGlobal('__trellis_log', logFn);
+    setGlobal('__trellis_settle', settleFn);
+    const capsH = own(ctx.newString(capsJson));
+    const inputH = own(ctx.newString(inputJson));
+    setGlobal('__trellis_caps', capsH);
+    setGlobal('__trellis_input', inputH);
+
+    const boot = segment(() => ctx.evalCode(BOOTSTRAP, 'trellis:bootstrap.js'));
+    if (boot.error) {
+      const e = ctx.dump(boot.error);
+      boot.error.dispose();
+      throw new Error(`sandbox bootstrap failed: ${JSON.stringify(e)}`);
+    }
+    boot.value.dispose();
+
+    // --- the user module ----------------------------------------------------------------
+    const evalRes = segment(() => ctx.evalCode(ENTRY, 'trellis:entry.mjs', { type: 'module' }));
+    if (evalRes.error) {
+      const err = guestError(ctx, evalRes.error);
+      evalRes.error.dispose();
+      return fail(killFor() ?? classify(err, true));
+    }
+    const entry = own(evalRes.value);
+
+    const runJobs = () => {
+      const r = segment(() => rt!.executePendingJobs());
+      if (r.error) {
+        const err = guestError(ctx, r.error);
+        r.error.dispose();
+        return err;
+      }
+      return null;
+    };
+
+    timer = setTimeout(() => {
+      state.killed ??= { code: 'timeout', message: `The run exceeded its ${limits.timeoutMs} ms time limit.` };
+      state.signalWake();
+    }, Math.max(0, wallDeadline - Date.now()));
+
+    for (;;) {
+      const jobErr = runJobs();
+      const k = killFor();
+      if (k) return fail(k);
+      if (jobErr && !state.settled) return fail(classify(jobErr, false));
+      // Module evaluation (imports, top-level code) failed?
+      if (!state.settled) {
+        const ps = ctx.getPromiseState(entry);
+        if (ps.type === 'rejected') {
+          const err = guestError(ctx, ps.error);
+          ps.error.dispose();
+          return fail(classify(err, true));
+        }
+        if (ps.type === 'fulfilled' && !ps.notAPromise) ps.value.dispose();
+      }
+      if (state.settled) {
+        const s = state.settled;
+        if (!s.ok) return fail(classify({ name: s.name, message: s.message, stack: s.stack }, false));
+        if (byteLength(s.json) > limits.maxOutputBytes) return fail({ code: 'output_limit', name: 'SandboxError', message: `The output exceeds ${limits.maxOutputBytes} bytes.` });
+        return { ok: true, output: JSON.parse(s.json), error: null, logs, durationMs: Math.round(performance.now() - started), cpuMs: Math.round(state.cpuUsed) };
+      }
+      if (state.inFlight === 0 && !rt.hasPendingJob()) {
+        return fail({ code: 'never_settled', name: 'SandboxError', message: 'The function returned a promise that can never settle (nothing is left to wait for).' });
+      }
+      if (rt.hasPendingJob()) continue;
+      await new Promise<void>((resolve) => {
+        state.wake = resolve;
+      });
+    }
+  } finally {
+    state.done = true;
+    if (timer) clearTimeout(timer);
+    opts.signal?.removeEventListener('abort', onAbort);
+    abort.abort();
+    try {
+      for (const d of deferreds) if (d.alive) d.dispose();
+      for (const h of handles) if (h.alive) h.dispose();
+      if (poisoned || interrupted) {
+        retireModule(qjs);
+      } else {
+        vm?.dispose();
+        rt?.dispose();
+      }
+    } catch {
+      retireModule(qjs);
+    }
+  }
+}
+
+interface GuestErr {
+  name: string;
+  message: string;
+  stack: string;
+}
+
+function guestError(ctx: QuickJSContext, h: QuickJSHandle): GuestErr {
+  const d = ctx.dump(h) as unknown;
+  if (d && typeof d === 'object') {
+    const o = d as Record<string, unknown>;
+    return { name: String(o.name ?? 'Error'), message: String(o.message ?? JSON.stringify(d)), stack: typeof o.stack === 'string' ? o.stack : '' };
+  }
+  return { name: 'Error', message: d === null || d === undefined ? 'null was thrown' : String(d), stack: '' };
+}
+
+function classify(err: GuestErr, moduleLoad: boolean): SandboxError {
+  // QuickJS throws null when it cannot even allocate the error object.
+  if (err.name === '__trellis_null__' || (err.name === 'Error' && err.message === 'null was thrown')) {
+    return { code: 'memory_limit', name: 'InternalError', message: 'The run exceeded its memory limit (out of memory; null was thrown).' };
+  }
+  const base = { name: err.name, message: err.message, ...(err.stack ? { stack: err.stack.slice(0, 4000) } : {}) };
+  if (/out of memory|string too long|invalid array length/i.test(err.message)) return { ...base, code: 'memory_limit', message: `The run exceeded its memory limit (${err.message}).` };
+  if (/stack overflow|maximum call stack/i.test(err.message)) return { ...base, code: 'stack_overflow', message: `The run exceeded its stack limit: ${err.message}` };
+  if (moduleLoad) return { ...base, code: 'invalid_module' };
+  return { ...base, code: 'script_error' };
+}
