@@ -3,5 +3,6 @@
  * only when that plugin loads.
  */
 import type { AnyAdapter } from '../core/registry/index.ts';
+import channelsApi from './channels/api/index.ts';
 
-export const adapters: AnyAdapter[] = [];
+export const adapters: AnyAdapter[] = [channelsApi];

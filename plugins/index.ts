@@ -2,7 +2,8 @@
  * The built-in plugins, in declaration order. Operators choose among them with TRELLIS_PLUGINS.
  */
 import type { AnyPlugin } from '../core/registry/index.ts';
+import channels from './channels/index.ts';
 import openapi from './openapi/index.ts';
 import workspaces from './workspaces/index.ts';
 
-export const plugins: AnyPlugin[] = [workspaces, openapi];
+export const plugins: AnyPlugin[] = [workspaces, openapi, channels];
