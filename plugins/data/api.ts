@@ -47,3 +47,47 @@ export interface DataService {
 }
 
 export const dataServiceRef = createServiceRef<DataService>({ id: 'data.rows', plugin: 'data' });
+
+// ---------------------------------------------------------------------------------------------
+// Tabular access for query engines (used by the sql-query plugin)
+
+/** A field definition as stored (see the data-definition resource). */
+export interface DataFieldDefinition {
+  name: string;
+  description?: string;
+  type: 'text' | 'number' | 'boolean' | 'date' | 'timestamp' | 'json' | 'files' | 'select' | 'multi-select' | 'relationship';
+  variant?: 'long-text' | 'url';
+  options?: { value: string; label: string; color: string }[];
+  dataDefinitionId?: string;
+  materialized?: { sql: string };
+  unique?: boolean;
+  required?: boolean;
+}
+
+export interface DataTable {
+  id: string;
+  handle: string;
+  /** The snake_case alias of the handle (may equal it). */
+  alias: string;
+  fields: Record<string, DataFieldDefinition>;
+  /** Bumped by every write to the rows or fields: caches are keyed by it. */
+  version: string;
+}
+
+/**
+ * Row projection for query engines: each row is an array `[id, createdAt, updatedAt, ...fields]`
+ * (fields in the order asked) with values typed per field type: text/select/date/timestamp/
+ * relationship as strings (a relationship with several ids as a JSON array text), number as JS
+ * number, boolean, json as JSON text, files/multi-select as string arrays; timestamps as Date;
+ * values that do not fit the field type (after a type change) as null.
+ */
+export interface DataTablesService {
+  /** The live definitions of a workspace with their data versions. */
+  list(workspaceId: string): Promise<DataTable[]>;
+  /** Every live row, in batches. */
+  scan(workspaceId: string, definitionId: string, fields: string[]): AsyncIterable<unknown[][]>;
+  /** Rows written since `version` (live ones projected, in batches) and ids deleted since. */
+  changes(workspaceId: string, definitionId: string, fields: string[], sinceVersion: string): Promise<{ upserts: AsyncIterable<unknown[][]>; deletedIds: string[] }>;
+}
+
+export const dataTablesRef = createServiceRef<DataTablesService>({ id: 'data.tables', plugin: 'data' });

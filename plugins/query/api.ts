@@ -40,6 +40,14 @@ export interface Dataset {
   version: string;
   /** Produces the rows in batches; called only when the engine has no copy at this version. */
   load(): AsyncIterable<unknown[][]>;
+  /** The column that identifies a row (needed for `changesSince`). */
+  keyColumn?: string;
+  /**
+   * Optional incremental refresh from a cached copy at `fromVersion` (same columns): the rows
+   * written since (to replace by key, in batches) and the keys of rows removed since; undefined
+   * when the host cannot tell, and the engine then calls `load()`.
+   */
+  changesSince?(fromVersion: string): Promise<{ upserts: AsyncIterable<unknown[][]>; deletedKeys: string[] } | undefined>;
 }
 
 export type FileFormat = 'csv' | 'parquet' | 'json';

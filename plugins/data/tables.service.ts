@@ -1,0 +1,89 @@
+/**
+ * Tabular projection of data rows for query engines (DataTablesService in api.ts). Values are
+ * typed in PostgreSQL (no jsonb parsing in Node) and streamed through a cursor in batches.
+ */
+import type { Database } from '../../core/db/index.ts';
+import type { DataTable, DataTablesService } from './api.ts';
+import { snakeAlias, type DefinitionsService, type FieldDef } from './definitions.service.ts';
+
+const SAFE = /^[A-Za-z][A-Za-z0-9_]*$/;
+const BATCH = 20_000;
+
+function projection(handle: string, f: FieldDef | undefined): string {
+  if (!f || !SAFE.test(handle)) return 'NULL';
+  const v = `r.data->'${handle}'`;
+  const is = (t: string) => `jsonb_typeof(${v}) = '${t}'`;
+  switch (f.type) {
+    case 'number':
+      return `CASE WHEN ${is('number')} THEN (${v})::float8 END`;
+    case 'boolean':
+      return `CASE WHEN ${is('boolean')} THEN (${v})::boolean END`;
+    case 'json':
+      return `(${v})::text`;
+    case 'files':
+    case 'multi-select':
+      return `CASE WHEN ${is('array')} THEN ARRAY(SELECT jsonb_array_elements_text(${v})) END`;
+    case 'relationship':
+      return `CASE WHEN ${is('string')} THEN r.data->>'${handle}' WHEN ${is('array')} AND jsonb_array_length(${v}) = 1 THEN ${v}->>0 WHEN ${is('array')} THEN (${v})::text END`;
+    case 'date':
+      return `CASE WHEN ${is('string')} AND r.data->>'${handle}' ~ '^\\d{4}-\\d{2}-\\d{2}$' THEN r.data->>'${handle}' END`;
+    case 'timestamp':
+      return `CASE WHEN ${is('string')} THEN r.data->>'${handle}' END`;
+    default:
+      return `CASE WHEN ${is('string')} THEN r.data->>'${handle}' END`;
+  }
+}
+
+export class TablesService implements DataTablesService {
+  private readonly db: Database;
+  private readonly defs: DefinitionsService;
+  constructor(db: Database, defs: DefinitionsService) {
+    this.db = db;
+    this.defs = defs;
+  }
+
+  async list(workspaceId: string): Promise<DataTable[]> {
+    return (await this.defs.list(workspaceId)).map((d) => ({ id: d.id, handle: d.handle, alias: snakeAlias(d.handle), fields: d.fields, version: d.dataVersion }));
+  }
+
+  private async *stream(workspaceId: string, definitionId: string, fields: string[], extra: string, params: unknown[]): AsyncIterable<unknown[][]> {
+    const [def] = await this.db.query<{ fields: Record<string, FieldDef> }>(`SELECT fields FROM data_definitions WHERE workspace_id = $1 AND id = $2`, [workspaceId, definitionId]);
+    if (!def) return;
+    const cols = ['r.id::text', 'r.created_at', 'r.updated_at', ...fields.map((h) => projection(h, def.fields[h]))];
+    const client = await this.db.pool.connect();
+    let open = false;
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      open = true;
+      await client.query(
+        `DECLARE data_scan NO SCROLL CURSOR FOR SELECT ${cols.join(', ')} FROM data_rows r
+         WHERE r.workspace_id = $1 AND r.definition_id = $2 AND r.deleted_at IS NULL ${extra}`,
+        [workspaceId, definitionId, ...params],
+      );
+      for (;;) {
+        const res = await client.query({ text: `FETCH ${BATCH} FROM data_scan`, rowMode: 'array' });
+        if (res.rows.length === 0) break;
+        yield res.rows as unknown[][];
+        if (res.rows.length < BATCH) break;
+      }
+      await client.query('COMMIT');
+      open = false;
+    } finally {
+      // Also reached when the consumer stops early (generator return) or on error.
+      if (open) await client.query('ROLLBACK').catch(() => undefined);
+      client.release();
+    }
+  }
+
+  scan(workspaceId: string, definitionId: string, fields: string[]): AsyncIterable<unknown[][]> {
+    return this.stream(workspaceId, definitionId, fields, '', []);
+  }
+
+  async changes(workspaceId: string, definitionId: string, fields: string[], sinceVersion: string) {
+    const deleted = await this.db.query<{ id: string }>(
+      `SELECT id::text AS id FROM data_rows WHERE workspace_id = $1 AND definition_id = $2 AND version > $3::bigint AND deleted_at IS NOT NULL`,
+      [workspaceId, definitionId, sinceVersion],
+    );
+    return { upserts: this.stream(workspaceId, definitionId, fields, 'AND r.version > $3::bigint', [sinceVersion]), deletedIds: deleted.map((r) => r.id) };
+  }
+}
