@@ -158,8 +158,14 @@ export async function buildApp(opts: BuildAppOptions): Promise<Trellis> {
     const coercing = makeAjv({ coerceTypes: 'array' });
     app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as object));
     installErrorHandling(app);
+    let shuttingDown = false;
     app.addHook('onRequest', async (request, reply) => {
       reply.header('x-request-id', request.id);
+    });
+    // During shutdown, responses close their keep-alive connection so the server can finish
+    // as soon as in-flight requests are done instead of waiting out idle keep-alive sockets.
+    app.addHook('onSend', async (_request, reply) => {
+      if (shuttingDown) reply.header('connection', 'close');
     });
     await app.register(cookie);
     await app.register(swagger, {
@@ -331,6 +337,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<Trellis> {
       catalogue,
       close() {
         closing ??= (async () => {
+          shuttingDown = true;
           await app.close();
           for (const fn of stoppers.reverse()) await Promise.resolve(fn()).catch((err: unknown) => log.error({ err }, 'plugin stop failed'));
           await events.idle();

@@ -9,11 +9,17 @@ import type { TestApp, WorkspaceFixture } from '../../core/testing/index.ts';
 export interface FixtureContext {
   app: TestApp;
   ws: WorkspaceFixture;
+  /** Parameters of the same route resolved so far (left to right), e.g. `channelId` for `threadId`. */
+  params: Record<string, string>;
 }
 
 export type ParamFactory = (c: FixtureContext) => Promise<string>;
 
-/** Path parameter name -> factory. Parameters resolved by core (`workspaceHandle`) are not listed. */
+/**
+ * Path parameter name -> factory. Parameters resolved by core (`workspaceHandle`) are not listed.
+ * A generic name used by several plugins (`id`) can be keyed by the route prefix up to and
+ * including it instead, e.g. `/api/v1/apps/:id`; that key wins over the bare name.
+ */
 export const paramFactories: Record<string, ParamFactory> = {
   async userId({ ws }) {
     return ws.user.id;
@@ -26,6 +32,18 @@ export const paramFactories: Record<string, ParamFactory> = {
     const res = await app.inject({ method: 'POST', url: `/api/v1/workspaces/${ws.handle}/invitations`, headers: ws.user.headers(ws.handle), payload: { email: 'fixture@example.test' } });
     return res.json().invitation.id;
   },
+  // channels plugin (needs the `api` channel adapter loaded)
+  async channelId({ app, ws }) {
+    const res = await app.inject({ method: 'POST', url: '/api/v1/channels', headers: ws.auth, payload: { name: 'fixture', kind: 'api' } });
+    return res.json().id;
+  },
+  /** A thread in the route's channel (`params.channelId`), else in a new channel. */
+  async threadId({ app, ws, params }) {
+    let channelId = params?.channelId;
+    if (!channelId) channelId = (await app.inject({ method: 'POST', url: '/api/v1/channels', headers: ws.auth, payload: { name: 'fixture', kind: 'api' } })).json().id;
+    const res = await app.inject({ method: 'POST', url: `/api/v1/channels/${channelId}/threads`, headers: ws.auth, payload: { title: 'fixture' } });
+    return res.json().id;
+  },
 };
 
 /**
@@ -34,4 +52,8 @@ export const paramFactories: Record<string, ParamFactory> = {
  */
 export const sampleBodies: Record<string, unknown> = {
   'PATCH /api/v1/workspaces/:workspaceHandle/users/:userId': { role: 'editor' },
+  'PATCH /api/v1/channels/:channelId': { name: 'renamed' },
+  'POST /api/v1/channels/:channelId/threads': {},
+  'POST /api/v1/channels/:channelId/messages': { direction: 'inbound', author: { role: 'user' }, text: 'x' },
+  'POST /api/v1/channels/:channelId/threads/:threadId/messages': { direction: 'inbound', author: { role: 'user' }, text: 'x' },
 };
