@@ -4,5 +4,6 @@
  */
 import type { AnyAdapter } from '../core/registry/index.ts';
 import channelsApi from './channels/api/index.ts';
+import channelsWebhook from './channels/webhook/index.ts';
 
-export const adapters: AnyAdapter[] = [channelsApi];
+export const adapters: AnyAdapter[] = [channelsApi, channelsWebhook];

@@ -6,6 +6,7 @@
  */
 import type pg from 'pg';
 import { Ajv, type ValidateFunction } from 'ajv';
+import * as ajvFormats from 'ajv-formats';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from '../../core/db/index.ts';
 import type { EventBus } from '../../core/events/index.ts';
@@ -152,6 +153,8 @@ export class ChannelsService {
     this.#baseUrl = deps.baseUrl;
     this.#delivery = deps.delivery;
     const ajv = new Ajv({ allErrors: true, strict: false, useDefaults: true, coerceTypes: false });
+    const addFormats = ((ajvFormats as unknown as { default: { default?: unknown } }).default.default ?? (ajvFormats as unknown as { default: unknown }).default) as (a: Ajv) => void;
+    addFormats(ajv);
     for (const a of deps.adapters as unknown as ChannelAdapter<Record<string, unknown>>[]) {
       if (this.#adapters.has(a.id)) throw new Error(`Two channel adapters named '${a.id}'`);
       this.#adapters.set(a.id, a);

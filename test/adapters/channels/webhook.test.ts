@@ -1,0 +1,113 @@
+import t from 'tap';
+import webhook from '../../../adapters/channels/webhook/index.ts';
+import { signStandardWebhook, verifyStandardWebhook } from '../../../plugins/channels/api.ts';
+import { contractHarness, runChannelContract, until } from '../../contracts/channels.ts';
+import { deadPort, startHttpPeer } from './peers.ts';
+
+const SECRET = `whsec_${Buffer.from('a-test-secret-of-32-bytes-length').toString('base64')}`;
+
+// The receiving end of outbound webhooks: verifies the Standard Webhooks signature like a real consumer.
+const peer = await startHttpPeer((req) => {
+  const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v[0] : v]));
+  const v = verifyStandardWebhook(SECRET, headers, req.body, Math.floor(Date.now() / 1000));
+  if (!v.ok) return { status: 401, body: { error: v.reason } };
+  return { status: 200, body: { id: `rcv-${JSON.parse(req.body.toString()).id}` } };
+});
+t.teardown(() => peer.close());
+const down = await deadPort();
+
+const sign = ({ externalId, text, timestamp, secretOverride }: { externalId: string; text: string; timestamp?: number; secretOverride?: string }) => {
+  const payload = JSON.stringify({ type: 'message', id: externalId, text, author: { role: 'user', name: 'Ada' } });
+  const headers = signStandardWebhook(secretOverride ?? SECRET, `msg_${externalId}_${Math.random()}`, timestamp ?? Math.floor(Date.now() / 1000), payload);
+  return { headers: { ...headers, 'content-type': 'application/json' }, payload };
+};
+
+const subject = {
+  name: 'webhook',
+  kind: 'webhook',
+  adapterId: 'webhook',
+  adapters: [webhook],
+  config: { secret: SECRET, targetUrl: `${peer.url}/hook` },
+  inbound: { sign, timestamps: true, perRequestSignature: true, signatureHeaders: ['webhook-signature', 'webhook-id', 'webhook-timestamp'] },
+  outbound: {
+    received: () => peer.requests.map((r) => JSON.parse(r.body.toString()).text as string),
+    failNext: (n: number) => peer.failNext(n, 503),
+    downConfig: { targetUrl: `http://127.0.0.1:${down}/hook` },
+    finalStatus: 'delivered' as const,
+  },
+};
+
+runChannelContract(t, subject);
+
+t.test('webhook specifics', async (t) => {
+  const h = await contractHarness(subject);
+  t.teardown(() => h.app.close());
+
+  t.test('the secret is never returned; config is validated', async (t) => {
+    const ch = await h.createChannel();
+    const info = await h.app.inject({ method: 'GET', url: `/api/v1/channels/${ch.id}/adapter`, headers: h.ws.auth });
+    t.same(info.json().secrets, { secret: true });
+    t.notOk(JSON.stringify(info.json()).includes(SECRET));
+    t.notOk((await h.app.inject({ method: 'GET', url: `/api/v1/channels/${ch.id}`, headers: h.ws.auth })).body.includes('whsec_'));
+    const rows = await h.app.trellis.db.query<{ config: unknown; secrets: string }>('SELECT config, secrets FROM channels_channels WHERE id = $1', [ch.id]);
+    t.notOk(JSON.stringify(rows[0]).includes(SECRET.slice(6)), 'encrypted at rest');
+    const short = await h.app.inject({ method: 'POST', url: '/api/v1/channels', headers: h.ws.auth, payload: { name: 'w', kind: 'webhook', config: { secret: 'short' } } });
+    t.equal(short.statusCode, 400);
+    t.match(short.json().issues, [{ path: ['config', 'secret'] }]);
+    const missing = await h.app.inject({ method: 'POST', url: '/api/v1/channels', headers: h.ws.auth, payload: { name: 'w', kind: 'webhook' } });
+    t.equal(missing.statusCode, 400);
+    const badUrl = await h.app.inject({ method: 'POST', url: '/api/v1/channels', headers: h.ws.auth, payload: { name: 'w', kind: 'webhook', config: { secret: SECRET, targetUrl: 'ftp://x' } } });
+    t.equal(badUrl.statusCode, 400);
+    const patched = await h.app.inject({ method: 'PATCH', url: `/api/v1/channels/${ch.id}`, headers: h.ws.auth, payload: { config: { targetUrl: `${peer.url}/other` } } });
+    t.equal(patched.statusCode, 200);
+    const info2 = (await h.app.inject({ method: 'GET', url: `/api/v1/channels/${ch.id}/adapter`, headers: h.ws.auth })).json();
+    t.equal(info2.config.targetUrl, `${peer.url}/other`);
+    t.same(info2.secrets, { secret: true }, 'secret kept when omitted from the patch');
+  });
+
+  t.test('threads by the sender\'s thread id, status reports, malformed bodies', async (t) => {
+    const ch = await h.createChannel();
+    const now = Math.floor(Date.now() / 1000);
+    const post = (body: unknown) => {
+      const payload = JSON.stringify(body);
+      return h.post(ch.id, { headers: { ...signStandardWebhook(SECRET, `m${Math.random()}`, now, payload), 'content-type': 'application/json' }, payload });
+    };
+    t.equal((await post({ id: 'a', text: 'one', thread: { id: 'conv-1', title: 'Conversation' } })).statusCode, 200);
+    t.equal((await post({ id: 'b', text: 'two', thread: { id: 'conv-1' } })).statusCode, 200);
+    const threads = (await h.app.inject({ method: 'GET', url: `/api/v1/channels/${ch.id}/threads`, headers: h.ws.auth })).json();
+    t.equal(threads.length, 1);
+    t.match(threads[0], { externalId: 'conv-1', title: 'Conversation' });
+    const inThread = (await h.app.inject({ method: 'GET', url: `/api/v1/channels/${ch.id}/threads/${threads[0].id}/messages`, headers: h.ws.auth })).json();
+    t.same(inThread.map((m: { text: string }) => m.text), ['one', 'two']);
+
+    const out = (await h.app.inject({ method: 'POST', url: `/api/v1/channels/${ch.id}/messages`, headers: h.ws.auth, payload: { direction: 'outbound', author: { role: 'agent' }, text: 'tracked' } })).json();
+    const sent = await until('delivered', async () => {
+      const m = (await h.messages(ch.id)).find((x) => x.id === out.id);
+      return m?.status === 'delivered' && m;
+    });
+    t.equal(sent.externalId, `rcv-${out.id}`);
+    t.equal((await post({ type: 'status', id: sent.externalId, status: 'sent' })).statusCode, 200);
+    t.equal((await h.messages(ch.id)).find((x) => x.id === out.id)!.status, 'delivered', 'a status never goes backwards');
+    t.equal((await post({ type: 'status', id: sent.externalId, status: 'failed', reason: 'bounced' })).statusCode, 200);
+    const failed = (await h.messages(ch.id)).find((x) => x.id === out.id) as Record<string, any>;
+    t.equal(failed.status, 'failed');
+    t.equal(failed.metadata.delivery.error, 'bounced');
+
+    const notJson = await h.post(ch.id, { headers: { ...signStandardWebhook(SECRET, 'x1', now, 'not json'), 'content-type': 'text/plain' }, payload: 'not json' });
+    t.equal(notJson.statusCode, 400, 'signed but malformed: 400');
+    t.equal(notJson.json().code, 'invalid_request');
+  });
+
+  t.test('a blocked target URL fails at once (SSRF guard), without retries', async (t) => {
+    const strict = await contractHarness({ ...subject, env: { TRELLIS_OUTBOUND_ALLOW: '' } });
+    t.teardown(() => strict.app.close());
+    const ch = await strict.createChannel();
+    const m = (await strict.app.inject({ method: 'POST', url: `/api/v1/channels/${ch.id}/messages`, headers: strict.ws.auth, payload: { direction: 'outbound', author: { role: 'agent' }, text: 'to loopback' } })).json();
+    const failed = await until('failed', async () => {
+      const x = (await strict.messages(ch.id)).find((y) => y.id === m.id) as Record<string, any>;
+      return x.status === 'failed' && x;
+    });
+    t.equal(failed.metadata.delivery.attempts, 1);
+    t.match(failed.metadata.delivery.error, /not allowed/);
+  });
+});
