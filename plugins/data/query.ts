@@ -19,7 +19,7 @@
  * `2026-01-31`, ISO timestamps); a value that does not convert is a 400 decode error.
  *
  * Sort: `sort=<key>[,<key>...]`, each a field handle, `createdAt`, `updatedAt` or `id`, with a
- * leading `-` for descending. Missing values sort last ascending and first descending. Ties are
+ * leading `-` for descending. Rows without a value sort last in both directions. Ties are
  * broken by `id`. Default `createdAt` (oldest first).
  *
  * Text search: `q=<text>`, a case-insensitive substring match over the text, select and
@@ -255,9 +255,9 @@ export function sortSql(fields: Record<string, FieldDef>, sort: string | undefin
       issues.push({ _tag: 'Refinement', path: ['sort'], message: `cannot sort by '${key}': not a field (or id, createdAt, updatedAt)` });
       continue;
     }
-    if (def.type === 'number' || def.type === 'boolean' || def.type === 'json' || def.type === 'multi-select' || def.type === 'files') out.push(`${jsonField(key)} ${dir}`);
-    else if (def.type === 'date' || def.type === 'timestamp') out.push(`${textField(key)} COLLATE "C" ${dir}`);
-    else out.push(`${textField(key)} ${dir}`);
+    if (def.type === 'number' || def.type === 'boolean' || def.type === 'json' || def.type === 'multi-select' || def.type === 'files') out.push(`${jsonField(key)} ${dir} NULLS LAST`);
+    else if (def.type === 'date' || def.type === 'timestamp') out.push(`${textField(key)} COLLATE "C" ${dir} NULLS LAST`);
+    else out.push(`${textField(key)} ${dir} NULLS LAST`);
   }
   if (issues.length) throw new DecodeError(issues);
   if (!hasId) out.push(`r.id ${parts[parts.length - 1]?.startsWith('-') ? 'DESC' : 'ASC'}`);

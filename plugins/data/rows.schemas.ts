@@ -14,7 +14,7 @@ export const FILTER_DOC = [
   'Filters: `filter.<field>=<value>` (equality) or `filter.<field>.<op>=<value>` with op one of eq, ne, gt, gte, lt, lte, contains, in (comma-separated values), isNull (true/false).',
   '`<field>` is a field handle or `id`, `createdAt`, `updatedAt`. Values are converted to the field type; several filters are ANDed.',
   'For multi-select, files and relationship arrays `eq`/`contains` mean "has this value" and `in` "has any of them"; `contains` on text/select is a case-insensitive substring.',
-  'Sort: `sort=<key>[,<key>...]` (a field handle, createdAt, updatedAt or id; a leading `-` for descending; missing values last ascending). Default `createdAt`; ties by id.',
+  'Sort: `sort=<key>[,<key>...]` (a field handle, createdAt, updatedAt or id; a leading `-` for descending; rows without a value last in both directions). Default `createdAt`; ties by id.',
   'Text search: `q=<text>`, a case-insensitive substring of any text, select or multi-select field.',
 ].join('\n');
 

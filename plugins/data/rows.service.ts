@@ -326,8 +326,9 @@ export class RowsService {
       const stamps = new Map<string, { created_at: Date; updated_at: Date }>();
       if (inserts.length) {
         const res = await client.query<{ id: string; created_at: Date; updated_at: Date }>(
-          `INSERT INTO data_rows (id, workspace_id, definition_id, data, version)
-           SELECT x.id, $1, $2, x.data, $3 FROM jsonb_to_recordset($4::jsonb) AS x(id uuid, data jsonb)
+          `INSERT INTO data_rows (id, workspace_id, definition_id, data, version, created_at, updated_at)
+           SELECT x.id, $1, $2, x.data, $3, t.at, t.at FROM ROWS FROM (jsonb_to_recordset($4::jsonb) AS (id uuid, data jsonb)) WITH ORDINALITY AS x(id, data, n),
+             LATERAL (SELECT now() + (x.n - 1) * interval '1 microsecond' AS at) t
            RETURNING id, created_at, updated_at`,
           [workspaceId, def.id, version, JSON.stringify(inserts.map((f) => ({ id: f.id, data: f.data })))],
         );

@@ -44,6 +44,18 @@ export const paramFactories: Record<string, ParamFactory> = {
     const res = await app.inject({ method: 'POST', url: `/api/v1/channels/${channelId}/threads`, headers: ws.auth, payload: { title: 'fixture' } });
     return res.json().id;
   },
+  // data plugin
+  async definitionId({ app, ws }) {
+    const res = await app.inject({ method: 'POST', url: '/api/v1/data-definitions', headers: ws.auth, payload: { name: `Fixture ${Date.now()}${Math.random()}`.replace('.', '') } });
+    return res.json().id;
+  },
+  /** A row of the route's definition (`params.definitionId`), else of a new definition. */
+  async rowId({ app, ws, params }) {
+    let def = params?.definitionId;
+    if (!def) def = (await app.inject({ method: 'POST', url: '/api/v1/data-definitions', headers: ws.auth, payload: { name: `Fixture ${Date.now()}${Math.random()}`.replace('.', '') } })).json().id;
+    const res = await app.inject({ method: 'POST', url: `/api/v1/data-definitions/${def}/data/upsert-many`, headers: ws.auth, payload: { rows: [{ data: {} }] } });
+    return res.json().items[0].id;
+  },
 };
 
 /**
@@ -56,4 +68,8 @@ export const sampleBodies: Record<string, unknown> = {
   'POST /api/v1/channels/:channelId/threads': {},
   'POST /api/v1/channels/:channelId/messages': { direction: 'inbound', author: { role: 'user' }, text: 'x' },
   'POST /api/v1/channels/:channelId/threads/:threadId/messages': { direction: 'inbound', author: { role: 'user' }, text: 'x' },
+  'PATCH /api/v1/data-definitions/:definitionId': { name: 'renamed' },
+  'POST /api/v1/data-definitions/:definitionId/data/upsert-many': { rows: [{ data: {} }] },
+  'PATCH /api/v1/data-definitions/:definitionId/data/patch-many': { ids: ['00000000-0000-7000-8000-000000000000'], data: {} },
+  'POST /api/v1/data-definitions/:definitionId/data/delete-many': { ids: ['00000000-0000-7000-8000-000000000000'] },
 };
