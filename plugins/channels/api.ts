@@ -252,7 +252,14 @@ export function channelAdapter<C>(adapter: ChannelAdapter<C>): ChannelAdapter<ne
 }
 
 // ---------------------------------------------------------------------------------------------
-// Signature helpers shared by adapters
+// Helpers shared by adapters
+
+/** A readable reason for a failed `fetch` (undici hides the cause, e.g. ECONNREFUSED, in `cause`). */
+export function describeFetchError(err: unknown): string {
+  const e = err as { message?: string; cause?: { code?: string; message?: string } };
+  const cause = e.cause ? (e.cause.code ?? e.cause.message) : undefined;
+  return `${e.message ?? String(err)}${cause ? ` (${cause})` : ''}`;
+}
 
 export function hmacHex(algorithm: 'sha1' | 'sha256', key: string | Buffer, data: string | Buffer): string {
   return createHmac(algorithm, key).update(data).digest('hex');
