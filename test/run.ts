@@ -4,13 +4,12 @@
  * drops a database of its own on that server, so test files stay isolated and can run in
  * parallel.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../core/db/embedded.ts';
 
-import { readdirSync, statSync } from 'node:fs';
 
 /** Directory arguments expand to the test files below them (tap's include filter wants files). */
 function expand(arg: string): string[] {
@@ -41,6 +40,15 @@ const cleanup = async () => {
   await embedded?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 };
+
+// tap's TypeScript plugin (a ts-node fork) cannot run this code base; `.taprc` removes it, but a
+// fresh install still has the default build, so rebuild tap's test class once when needed.
+const built = path.resolve('node_modules/@tapjs/test/test-built/dist/esm/index.js');
+if (!existsSync(built) || readFileSync(built, 'utf8').includes('@tapjs/typescript')) {
+  process.stderr.write('# building tap without its TypeScript plugin (once after install)\n');
+  const b = spawnSync(path.resolve('node_modules/.bin/tap'), ['build'], { stdio: ['ignore', 'ignore', 'inherit'], env });
+  if (b.status !== 0) process.exit(b.status ?? 1);
+}
 
 const tap = spawn(path.resolve('node_modules/.bin/tap'), args, { stdio: 'inherit', env });
 const forward = (sig: NodeJS.Signals) => tap.kill(sig);
