@@ -7,5 +7,7 @@ import channelsApi from './channels/api/index.ts';
 import channelsSlack from './channels/slack/index.ts';
 import channelsTelegram from './channels/telegram/index.ts';
 import channelsWebhook from './channels/webhook/index.ts';
+import storageLocal from './storage/local/index.ts';
+import storageS3 from './storage/s3/index.ts';
 
-export const adapters: AnyAdapter[] = [channelsApi, channelsWebhook, channelsSlack, channelsTelegram];
+export const adapters: AnyAdapter[] = [channelsApi, channelsWebhook, channelsSlack, channelsTelegram, storageLocal, storageS3];

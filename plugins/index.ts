@@ -4,8 +4,9 @@
 import type { AnyPlugin } from '../core/registry/index.ts';
 import channels from './channels/index.ts';
 import data from './data/index.ts';
+import files from './files/index.ts';
 import openapi from './openapi/index.ts';
 import query from './query/index.ts';
 import workspaces from './workspaces/index.ts';
 
-export const plugins: AnyPlugin[] = [workspaces, openapi, channels, query, data];
+export const plugins: AnyPlugin[] = [workspaces, openapi, channels, query, data, files];

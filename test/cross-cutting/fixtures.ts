@@ -44,6 +44,11 @@ export const paramFactories: Record<string, ParamFactory> = {
     const res = await app.inject({ method: 'POST', url: `/api/v1/channels/${channelId}/threads`, headers: ws.auth, payload: { title: 'fixture' } });
     return res.json().id;
   },
+  // files plugin (a document: no upload needed)
+  async fileId({ app, ws }) {
+    const res = await app.inject({ method: 'POST', url: '/api/v1/files', headers: ws.auth, payload: { mode: 'document', name: 'fixture.md', content: 'fixture' } });
+    return res.json().file.id;
+  },
   // data plugin
   async definitionId({ app, ws }) {
     const res = await app.inject({ method: 'POST', url: '/api/v1/data-definitions', headers: ws.auth, payload: { name: `Fixture ${Date.now()}${Math.random()}`.replace('.', '') } });
@@ -72,4 +77,6 @@ export const sampleBodies: Record<string, unknown> = {
   'POST /api/v1/data-definitions/:definitionId/data/upsert-many': { rows: [{ data: {} }] },
   'PATCH /api/v1/data-definitions/:definitionId/data/patch-many': { ids: ['00000000-0000-7000-8000-000000000000'], data: {} },
   'POST /api/v1/data-definitions/:definitionId/data/delete-many': { ids: ['00000000-0000-7000-8000-000000000000'] },
+  'POST /api/v1/files/:fileId/parts': { partNumbers: [1] },
+  'POST /api/v1/files/:fileId/complete': { parts: [{ partNumber: 1, etag: 'x' }] },
 };
