@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import pg from 'pg';
 import { startEmbeddedPostgres } from '../core/db/embedded.ts';
+import { createDatabase } from '../core/db/index.ts';
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '..');
@@ -32,20 +32,11 @@ export async function benchDatabase(): Promise<BenchDatabase> {
       rmSync(dir, { recursive: true, force: true });
     };
   }
-  const name = `trellis_bench_${Date.now().toString(36)}`;
-  const c = new pg.Client({ connectionString: admin });
-  await c.connect();
-  await c.query(`CREATE DATABASE "${name}"`);
-  await c.end();
-  const u = new URL(admin);
-  u.pathname = `/${name}`;
+  const db = await createDatabase(admin, `trellis_bench_${Date.now().toString(36)}`);
   return {
-    url: u.toString(),
+    url: db.url,
     async close() {
-      const d = new pg.Client({ connectionString: admin });
-      await d.connect();
-      await d.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      await d.end();
+      await db.drop();
       await stop();
     },
   };

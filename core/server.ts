@@ -6,27 +6,13 @@
 import { buildApp, type Trellis } from './app.ts';
 import type { CoreConfig } from './config/index.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded.ts';
+import { createDatabase } from './db/index.ts';
 import type { AnyAdapter, AnyPlugin } from './registry/index.ts';
-import pg from 'pg';
 
 export interface RunningServer {
   trellis: Trellis;
   url: string;
   stop(): Promise<void>;
-}
-
-async function ensureDatabase(adminUrl: string, name: string): Promise<string> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-    if (!rowCount) await client.query(`CREATE DATABASE "${name}"`);
-  } finally {
-    await client.end();
-  }
-  const u = new URL(adminUrl);
-  u.pathname = `/${name}`;
-  return u.toString();
 }
 
 export async function startServer(opts: {
@@ -42,7 +28,7 @@ export async function startServer(opts: {
   if (!databaseUrl) {
     embedded = await startEmbeddedPostgres(config.dataDir, say);
     say(`embedded PostgreSQL running on 127.0.0.1:${embedded.port} (data in ${config.dataDir}/postgres)`);
-    databaseUrl = await ensureDatabase(embedded.url, 'trellis');
+    databaseUrl = (await createDatabase(embedded.url, 'trellis', { ifMissing: true })).url;
   }
   let trellis: Trellis;
   try {

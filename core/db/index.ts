@@ -158,3 +158,34 @@ export async function openDatabase(opts: {
   };
   return db;
 }
+
+/** The URL of database `name` on the same server as `serverUrl`. */
+export function databaseUrl(serverUrl: string, name: string): string {
+  const u = new URL(serverUrl);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+/**
+ * Creates database `name` on the server of `adminUrl` (when `ifMissing`, only if absent) and
+ * returns its URL and a function that drops it (used by startup, tests and benchmarks).
+ */
+export async function createDatabase(adminUrl: string, name: string, opts: { ifMissing?: boolean } = {}): Promise<{ url: string; drop: () => Promise<void> }> {
+  const admin = async <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> => {
+    const c = new pg.Client({ connectionString: adminUrl });
+    await c.connect();
+    try {
+      return await fn(c);
+    } finally {
+      await c.end();
+    }
+  };
+  await admin(async (c) => {
+    if (opts.ifMissing && (await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount) return;
+    await c.query(`CREATE DATABASE "${name.replace(/"/g, '')}"`);
+  });
+  return {
+    url: databaseUrl(adminUrl, name),
+    drop: () => admin(async (c) => void (await c.query(`DROP DATABASE IF EXISTS "${name.replace(/"/g, '')}" WITH (FORCE)`))),
+  };
+}

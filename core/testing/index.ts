@@ -10,10 +10,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
-import pg from 'pg';
 import { buildApp, type Trellis } from '../app.ts';
 import { loadConfig, type CoreConfig } from '../config/index.ts';
 import { randomToken } from '../crypto/index.ts';
+import { createDatabase } from '../db/index.ts';
 import type { AnyAdapter, AnyPlugin } from '../registry/index.ts';
 
 export function adminUrl(): string {
@@ -23,24 +23,9 @@ export function adminUrl(): string {
 }
 
 /** Creates an empty database for one test app; returns its URL and a function that drops it. */
-export async function createTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const admin = adminUrl();
+export function createTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
   const name = `trellis_t_${Date.now().toString(36)}_${randomToken(6).replace(/[^a-z0-9]/gi, '').toLowerCase()}`;
-  const c = new pg.Client({ connectionString: admin });
-  await c.connect();
-  await c.query(`CREATE DATABASE "${name}"`);
-  await c.end();
-  const u = new URL(admin);
-  u.pathname = `/${name}`;
-  return {
-    url: u.toString(),
-    async drop() {
-      const d = new pg.Client({ connectionString: admin });
-      await d.connect();
-      await d.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      await d.end();
-    },
-  };
+  return createDatabase(adminUrl(), name);
 }
 
 export interface TestApp {
