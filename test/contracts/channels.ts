@@ -86,7 +86,7 @@ export interface ContractHarness {
   createChannel(config?: Record<string, unknown>): Promise<{ id: string; inboundUrl: string }>;
   messages(channelId: string): Promise<Record<string, unknown>[]>;
   allMessages(channelId: string): Promise<Record<string, unknown>[]>;
-  post(channelId: string, req: SignedRequest): Promise<{ statusCode: number; body: string; json(): any }>;
+  post(channelId: string, req: SignedRequest): Promise<{ statusCode: number; body: string; headers: Record<string, unknown>; json(): any }>;
 }
 
 export async function contractHarness(subject: ContractSubject, extraPluginConfig: Record<string, Record<string, unknown>> = {}): Promise<ContractHarness> {
