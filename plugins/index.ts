@@ -2,6 +2,7 @@
  * The built-in plugins, in declaration order. Operators choose among them with TRELLIS_PLUGINS.
  */
 import type { AnyPlugin } from '../core/registry/index.ts';
+import automations from './automations/index.ts';
 import channels from './channels/index.ts';
 import data from './data/index.ts';
 import files from './files/index.ts';
@@ -9,4 +10,4 @@ import openapi from './openapi/index.ts';
 import query from './query/index.ts';
 import workspaces from './workspaces/index.ts';
 
-export const plugins: AnyPlugin[] = [workspaces, openapi, channels, query, data, files];
+export const plugins: AnyPlugin[] = [workspaces, openapi, channels, query, data, files, automations];

@@ -81,6 +81,11 @@ export type ResourceBinding = Record<string, ResourceMethod>;
 export interface SandboxCapabilities {
   /** Grants `ctx.fetch`. */
   fetch?: boolean;
+  /**
+   * Restricts `ctx.fetch` to these hosts (exact names, `*.example.com` for subdomains, `*` for
+   * any); the SSRF guard applies in every case.
+   */
+  fetchHosts?: string[];
   /** Grants `ctx.resources.<label>`. */
   resources?: Record<string, ResourceBinding>;
 }
@@ -432,6 +437,7 @@ async function runOnce(sandboxOpts: SandboxOptions, limits: SandboxLimits, opts:
       const args = JSON.parse(argsJson) as unknown[];
       if (op === 'fetch' && caps.fetch && sandboxOpts.fetch) {
         const [url, init] = args as [string, { method?: string; headers?: [string, string][]; body?: string }];
+        if (caps.fetchHosts && !hostAllowed(url, caps.fetchHosts)) throw new Error(`ctx.fetch: the host of '${url}' is not among the hosts granted to this script.`);
         const res = await sandboxOpts.fetch(url, {
           method: init?.method,
           headers: init?.headers,
@@ -546,6 +552,24 @@ async function runOnce(sandboxOpts: SandboxOptions, limits: SandboxLimits, opts:
   }
 }
 
+/** Whether the URL's host matches one of the patterns (`*`, `host`, `host:port`, `*.domain`). */
+export function hostAllowed(url: string, patterns: string[]): boolean {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return false;
+  }
+  const host = u.hostname.toLowerCase();
+  return patterns.some((raw) => {
+    const p = raw.trim().toLowerCase();
+    if (p === '*') return true;
+    if (p.startsWith('*.')) return host.endsWith(p.slice(1)) && host.length > p.length - 1;
+    if (p.includes(':') && !p.startsWith('[')) return `${host}:${u.port || (u.protocol === 'https:' ? '443' : '80')}` === p;
+    return host === p;
+  });
+}
+
 interface GuestErr {
   name: string;
   message: string;
@@ -566,7 +590,7 @@ function classify(err: GuestErr, moduleLoad: boolean): SandboxError {
   if (err.name === '__trellis_null__' || (err.name === 'Error' && err.message === 'null was thrown')) {
     return { code: 'memory_limit', name: 'InternalError', message: 'The run exceeded its memory limit (out of memory; null was thrown).' };
   }
-  const base = { name: err.name, message: err.message, ...(err.stack ? { stack: err.stack.slice(0, 4000) } : {}) };
+  const base = { name: err.name, message: err.message, ...(err.stack ? { stack: err.stack.slice(0, 2000) } : {}) };
   if (/out of memory|string too long|invalid array length/i.test(err.message)) return { ...base, code: 'memory_limit', message: `The run exceeded its memory limit (${err.message}).` };
   if (/stack overflow|maximum call stack/i.test(err.message)) return { ...base, code: 'stack_overflow', message: `The run exceeded its stack limit: ${err.message}` };
   if (moduleLoad) return { ...base, code: 'invalid_module' };

@@ -61,6 +61,18 @@ export const paramFactories: Record<string, ParamFactory> = {
     const res = await app.inject({ method: 'POST', url: `/api/v1/data-definitions/${def}/data/upsert-many`, headers: ws.auth, payload: { rows: [{ data: {} }] } });
     return res.json().items[0].id;
   },
+  // automations plugin
+  async automationId({ app, ws }) {
+    const res = await app.inject({ method: 'POST', url: '/api/v1/automations', headers: ws.auth, payload: { name: `Fixture ${Date.now()}${Math.random()}`.replace('.', ''), scriptSource: 'export default (i) => i' } });
+    return res.json().id;
+  },
+  /** A run of the route's automation (`params.automationId`), else of a new automation. */
+  async runId({ app, ws, params }) {
+    let id = params?.automationId;
+    if (!id) id = (await app.inject({ method: 'POST', url: '/api/v1/automations', headers: ws.auth, payload: { name: `Fixture ${Date.now()}${Math.random()}`.replace('.', ''), scriptSource: 'export default (i) => i' } })).json().id;
+    const res = await app.inject({ method: 'POST', url: `/api/v1/automations/${id}/run`, headers: ws.auth, payload: { input: 1 } });
+    return res.json().id;
+  },
 };
 
 /**
