@@ -5,9 +5,10 @@ import type { AnyPlugin } from '../core/registry/index.ts';
 import automations from './automations/index.ts';
 import channels from './channels/index.ts';
 import data from './data/index.ts';
+import explorer from './explorer/index.ts';
 import files from './files/index.ts';
 import openapi from './openapi/index.ts';
 import query from './query/index.ts';
 import workspaces from './workspaces/index.ts';
 
-export const plugins: AnyPlugin[] = [workspaces, openapi, channels, query, data, files, automations];
+export const plugins: AnyPlugin[] = [workspaces, openapi, channels, query, data, files, automations, explorer];

@@ -49,6 +49,11 @@ export const paramFactories: Record<string, ParamFactory> = {
     const res = await app.inject({ method: 'POST', url: '/api/v1/files', headers: ws.auth, payload: { mode: 'document', name: 'fixture.md', content: 'fixture' } });
     return res.json().file.id;
   },
+  // explorer plugin (a folder node; item nodes are `file:<fileId>`)
+  async nodeId({ app, ws }) {
+    const res = await app.inject({ method: 'POST', url: '/api/v1/workspace-nodes/folders', headers: ws.auth, payload: { name: 'fixture' } });
+    return res.json().folder.id;
+  },
   // data plugin
   async definitionId({ app, ws }) {
     const res = await app.inject({ method: 'POST', url: '/api/v1/data-definitions', headers: ws.auth, payload: { name: `Fixture ${Date.now()}${Math.random()}`.replace('.', '') } });
@@ -90,5 +95,7 @@ export const sampleBodies: Record<string, unknown> = {
   'PATCH /api/v1/data-definitions/:definitionId/data/patch-many': { ids: ['00000000-0000-7000-8000-000000000000'], data: {} },
   'POST /api/v1/data-definitions/:definitionId/data/delete-many': { ids: ['00000000-0000-7000-8000-000000000000'] },
   'POST /api/v1/files/:fileId/parts': { partNumbers: [1] },
+  'PATCH /api/v1/workspace-nodes/:nodeId/rename': { name: 'renamed' },
+  'POST /api/v1/workspace-nodes/:nodeId/move': { parentId: null },
   'POST /api/v1/files/:fileId/complete': { parts: [{ partNumber: 1, etag: 'x' }] },
 };
