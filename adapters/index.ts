@@ -5,6 +5,7 @@
 import type { AnyAdapter } from '../core/registry/index.ts';
 import channelsApi from './channels/api/index.ts';
 import channelsDiscord from './channels/discord/index.ts';
+import channelsEmail from './channels/email/index.ts';
 import channelsSlack from './channels/slack/index.ts';
 import channelsSms from './channels/sms/index.ts';
 import channelsTelegram from './channels/telegram/index.ts';
@@ -12,4 +13,4 @@ import channelsWebhook from './channels/webhook/index.ts';
 import storageLocal from './storage/local/index.ts';
 import storageS3 from './storage/s3/index.ts';
 
-export const adapters: AnyAdapter[] = [channelsApi, channelsWebhook, channelsSlack, channelsTelegram, channelsDiscord, channelsSms, storageLocal, storageS3];
+export const adapters: AnyAdapter[] = [channelsApi, channelsWebhook, channelsSlack, channelsTelegram, channelsDiscord, channelsSms, channelsEmail, storageLocal, storageS3];
