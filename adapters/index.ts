@@ -10,7 +10,8 @@ import channelsSlack from './channels/slack/index.ts';
 import channelsSms from './channels/sms/index.ts';
 import channelsTelegram from './channels/telegram/index.ts';
 import channelsWebhook from './channels/webhook/index.ts';
+import queryDuckdb from './query/duckdb/index.ts';
 import storageLocal from './storage/local/index.ts';
 import storageS3 from './storage/s3/index.ts';
 
-export const adapters: AnyAdapter[] = [channelsApi, channelsWebhook, channelsSlack, channelsTelegram, channelsDiscord, channelsSms, channelsEmail, storageLocal, storageS3];
+export const adapters: AnyAdapter[] = [channelsApi, channelsWebhook, channelsSlack, channelsTelegram, channelsDiscord, channelsSms, channelsEmail, storageLocal, storageS3, queryDuckdb];

@@ -9,6 +9,7 @@ import explorer from './explorer/index.ts';
 import files from './files/index.ts';
 import openapi from './openapi/index.ts';
 import query from './query/index.ts';
+import sqlQuery from './sql-query/index.ts';
 import workspaces from './workspaces/index.ts';
 
-export const plugins: AnyPlugin[] = [workspaces, openapi, channels, query, data, files, automations, explorer];
+export const plugins: AnyPlugin[] = [workspaces, openapi, channels, query, data, files, automations, explorer, sqlQuery];

@@ -51,7 +51,7 @@ const orders = (
     },
   })
 ).json();
-t.ok(orders.id, 'orders definition created');
+if (!orders.id) throw new Error('orders definition not created');
 
 const count = async (def = orders.id, auth = ws.auth) => (await req('GET', `/data-definitions/${def}/query?pageSize=1`, auth)).json().total as number;
 

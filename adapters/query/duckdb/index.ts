@@ -1,0 +1,27 @@
+/**
+ * DuckDB query engine adapter (extends the query plugin's `query.engines` point): runs
+ * read-only SQL over registered datasets and local file sources in locked-down in-process DuckDB
+ * instances (see engine.ts).
+ */
+import Type from 'typebox';
+import { defineAdapter } from '../../../core/registry/index.ts';
+import { queryEnginesPoint } from '../../../plugins/query/api.ts';
+import { DuckDbEngine } from './engine.ts';
+
+const config = Type.Object({
+  memoryLimitMb: Type.Integer({ minimum: 16, default: 512, description: 'memory_limit of each sandbox instance' }),
+  threads: Type.Integer({ minimum: 1, maximum: 64, default: 1, description: 'threads of each sandbox instance' }),
+  maxSandboxes: Type.Integer({ minimum: 1, default: 8, description: 'Workspaces kept loaded at once (least recently used are dropped)' }),
+});
+
+export default defineAdapter({
+  id: 'query-duckdb',
+  description: 'DuckDB query engine (locked-down in-process instances, one per workspace)',
+  extends: queryEnginesPoint,
+  config,
+  setup(ctx) {
+    const engine = new DuckDbEngine({ name: 'duckdb', ...ctx.config });
+    ctx.extend(queryEnginesPoint, engine);
+    ctx.onStop(() => engine.close());
+  },
+});

@@ -1,0 +1,34 @@
+/**
+ * sql-query plugin: POST /api/v1/data/sql-query, a read-only SELECT over the workspace's data
+ * definitions projected as tables, run by a query engine (DuckDB by default).
+ */
+import Type from 'typebox';
+import { BootError, definePlugin } from '../../core/registry/index.ts';
+import { dataTablesRef } from '../data/api.ts';
+import { queryEnginesRef } from '../query/api.ts';
+import { sqlQueryRoutes } from './sql-query.routes.ts';
+import { SqlQueryService } from './sql-query.service.ts';
+
+const config = Type.Object({
+  engine: Type.String({ default: 'duckdb', description: 'Name of the query engine to use' }),
+  maxRows: Type.Integer({ minimum: 1, maximum: 100_000, default: 1000, description: 'Rows returned at most (more sets truncated)' }),
+  timeoutMs: Type.Integer({ minimum: 10, default: 10_000, description: 'Time limit of one query' }),
+  resultCacheEntries: Type.Integer({ minimum: 0, default: 500, description: 'Results kept per node (0 disables the result cache)' }),
+});
+
+export default definePlugin({
+  id: 'sql-query',
+  description: 'Read-only SQL query over workspace data (POST /data/sql-query)',
+  config,
+  deps: { engines: queryEnginesRef, tables: dataTablesRef },
+  setup(ctx) {
+    const engine = ctx.deps.engines.get(ctx.config.engine);
+    if (!engine) {
+      throw new BootError(
+        `sql-query: no query engine named '${ctx.config.engine}' is loaded (loaded: ${ctx.deps.engines.names().join(', ') || 'none'}); load the query-duckdb adapter or set plugins.sql-query.engine`,
+      );
+    }
+    const service = new SqlQueryService(ctx.deps.tables, engine, ctx.config);
+    ctx.routes((app) => sqlQueryRoutes(app, service));
+  },
+});
