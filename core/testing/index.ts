@@ -43,10 +43,15 @@ export interface BuildTestAppOptions {
   env?: Record<string, string>;
   /** Plugin config sections, as in the config file's `plugins`. */
   pluginConfig?: Record<string, Record<string, unknown>>;
+  /**
+   * Build on an existing database (another test app's `databaseUrl`), e.g. a second server
+   * instance sharing one PostgreSQL; that database is left in place on close.
+   */
+  databaseUrl?: string;
 }
 
 export async function buildTestApp(opts: BuildTestAppOptions = {}): Promise<TestApp> {
-  const { url, drop } = await createTestDatabase();
+  const { url, drop } = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => undefined } : await createTestDatabase();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'trellis-test-'));
   const config = loadConfig({ TRELLIS_DATA_DIR: dataDir, TRELLIS_LOG_LEVEL: 'silent', PORT: '0', ...opts.env });
   for (const [id, section] of Object.entries(opts.pluginConfig ?? {})) config.plugins[id] = { ...(config.plugins[id] ?? {}), ...section };
