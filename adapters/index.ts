@@ -4,6 +4,7 @@
  */
 import type { AnyAdapter } from '../core/registry/index.ts';
 import channelsApi from './channels/api/index.ts';
+import channelsCron from './channels/cron/index.ts';
 import channelsDiscord from './channels/discord/index.ts';
 import channelsEmail from './channels/email/index.ts';
 import channelsSlack from './channels/slack/index.ts';
@@ -14,4 +15,4 @@ import queryDuckdb from './query/duckdb/index.ts';
 import storageLocal from './storage/local/index.ts';
 import storageS3 from './storage/s3/index.ts';
 
-export const adapters: AnyAdapter[] = [channelsApi, channelsWebhook, channelsSlack, channelsTelegram, channelsDiscord, channelsSms, channelsEmail, storageLocal, storageS3, queryDuckdb];
+export const adapters: AnyAdapter[] = [channelsApi, channelsWebhook, channelsSlack, channelsTelegram, channelsDiscord, channelsSms, channelsEmail, channelsCron, storageLocal, storageS3, queryDuckdb];
