@@ -11,5 +11,6 @@ import openapi from './openapi/index.ts';
 import query from './query/index.ts';
 import sqlQuery from './sql-query/index.ts';
 import workspaces from './workspaces/index.ts';
+import workflows from './workflows/index.ts';
 
-export const plugins: AnyPlugin[] = [workspaces, openapi, channels, query, data, files, automations, explorer, sqlQuery];
+export const plugins: AnyPlugin[] = [workspaces, openapi, channels, query, data, files, automations, explorer, sqlQuery, workflows];

@@ -316,6 +316,7 @@ async function runOnce(sandboxOpts: SandboxOptions, limits: SandboxLimits, opts:
     state.signalWake();
   };
   opts.signal?.addEventListener('abort', onAbort, { once: true });
+  if (opts.signal?.aborted) onAbort();
   const handles: QuickJSHandle[] = [];
   const deferreds = new Set<QuickJSDeferredPromise>();
   let rt: QuickJSRuntime | undefined;

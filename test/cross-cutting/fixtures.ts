@@ -78,6 +78,15 @@ export const paramFactories: Record<string, ParamFactory> = {
     const res = await app.inject({ method: 'POST', url: `/api/v1/automations/${id}/run`, headers: ws.auth, payload: { input: 1 } });
     return res.json().id;
   },
+  // workflows plugin
+  async workflowId({ app, ws }) {
+    const res = await app.inject({ method: 'POST', url: '/api/v1/workflows', headers: ws.auth, payload: { name: `Fixture ${Date.now()}${Math.random()}`.replace('.', ''), code: 'export default (i) => i' } });
+    return res.json().id;
+  },
+  /** Version 1 exists for every workflow. */
+  async version() {
+    return '1';
+  },
 };
 
 /**
