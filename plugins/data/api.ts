@@ -6,6 +6,7 @@
  *   payload: DataRowEvent
  */
 import { createServiceRef } from '../../core/registry/index.ts';
+import type { Dataset } from '../query/api.ts';
 
 export interface DataRow {
   id: string;
@@ -88,6 +89,13 @@ export interface DataTablesService {
   scan(workspaceId: string, definitionId: string, fields: string[]): AsyncIterable<unknown[][]>;
   /** Rows written since `version` (live ones projected, in batches) and ids deleted since. */
   changes(workspaceId: string, definitionId: string, fields: string[], sinceVersion: string): Promise<{ upserts: AsyncIterable<unknown[][]>; deletedIds: string[] }>;
+  /**
+   * The table as a query-engine dataset: named by handle and alias; columns `id` VARCHAR,
+   * `createdAt`/`updatedAt` TIMESTAMP, then one per field (text, select, relationship VARCHAR;
+   * number DOUBLE; boolean BOOLEAN; date DATE; timestamp TIMESTAMP; json JSON; files and
+   * multi-select VARCHAR[]), loaded by `scan` and refreshed by `changes`.
+   */
+  dataset(workspaceId: string, table: DataTable): Dataset;
 }
 
 export const dataTablesRef = createServiceRef<DataTablesService>({ id: 'data.tables', plugin: 'data' });

@@ -142,6 +142,10 @@ type FieldInput = Static<typeof FieldDefinitionInput>;
 
 export class DefinitionsService {
   private readonly db: Database;
+  /** Set when a query engine is loaded: validates materialized SQL (an error message or null). */
+  checkMaterialized: ((workspaceId: string, sql: string, self: { handle: string } | null) => Promise<string | null>) | undefined;
+  /** Called after a patch changed the fields of a definition (recomputes materialized fields). */
+  onFieldsChanged: ((def: DefinitionRecord) => void) | undefined;
   constructor(db: Database) {
     this.db = db;
   }
@@ -171,7 +175,7 @@ export class DefinitionsService {
   async create(workspaceId: string, body: Static<typeof CreateDefinitionBody>): Promise<DefinitionRecord> {
     const handle = body.handle ?? (slugify(body.name).replace(/^[^a-z]+/, '').slice(0, 63) || 'data');
     const id = uuidv7();
-    const fields = await this.validateFields(workspaceId, body.fields ?? {}, id);
+    const fields = await this.validateFields(workspaceId, body.fields ?? {}, id, handle);
     try {
       await this.db.query(
         `INSERT INTO data_definitions (id, workspace_id, handle, name, description, fields) VALUES ($1, $2, $3, $4, $5, $6::jsonb)`,
@@ -185,7 +189,7 @@ export class DefinitionsService {
 
   async patch(workspaceId: string, segment: string, body: Static<typeof PatchDefinitionBody>): Promise<DefinitionRecord> {
     const current = await this.get(workspaceId, segment);
-    const fields = body.fields ? await this.validateFields(workspaceId, body.fields, current.id) : current.fields;
+    const fields = body.fields ? await this.validateFields(workspaceId, body.fields, current.id, body.handle ?? current.handle) : current.fields;
     try {
       await this.db.query(
         `UPDATE data_definitions SET handle = $3, name = $4, description = $5, fields = $6::jsonb,
@@ -203,7 +207,9 @@ export class DefinitionsService {
     } catch (err) {
       throw this.mapUnique(err, body.handle ?? current.handle);
     }
-    return (await this.find(workspaceId, current.id))!;
+    const updated = (await this.find(workspaceId, current.id))!;
+    if (body.fields && Object.values(updated.fields).some((f) => f.materialized)) this.onFieldsChanged?.(updated);
+    return updated;
   }
 
   async remove(workspaceId: string, segment: string): Promise<DefinitionRecord> {
@@ -221,7 +227,7 @@ export class DefinitionsService {
   }
 
   /** Checks the field map beyond its schema; returns it normalized (option labels and colours filled in). */
-  async validateFields(workspaceId: string, input: Record<string, FieldInput>, selfId: string): Promise<Record<string, FieldDef>> {
+  async validateFields(workspaceId: string, input: Record<string, FieldInput>, selfId: string, selfHandle?: string): Promise<Record<string, FieldDef>> {
     const issues: DecodeIssue[] = [];
     const out: Record<string, FieldDef> = {};
     const relTargets: { handle: string; ref: string }[] = [];
@@ -280,6 +286,15 @@ export class DefinitionsService {
       const target = parsed && 'id' in parsed && parsed.id === selfId ? { id: selfId } : await this.find(workspaceId, ref);
       if (!target) issues.push({ _tag: 'Refinement', path: ['fields', handle, 'dataDefinitionId'], message: 'no data definition with this id in the workspace' });
       else out[handle].dataDefinitionId = target.id;
+    }
+    for (const [handle, f] of Object.entries(out)) {
+      if (!f.materialized) continue;
+      if (!this.checkMaterialized) {
+        issues.push({ _tag: 'Refinement', path: ['fields', handle, 'materialized'], message: 'materialized fields need a query engine (load the query plugin and an engine adapter)' });
+        continue;
+      }
+      const problem = await this.checkMaterialized(workspaceId, f.materialized.sql, selfHandle ? { handle: selfHandle } : null);
+      if (problem) issues.push({ _tag: 'Refinement', path: ['fields', handle, 'materialized', 'sql'], message: problem });
     }
     if (issues.length) throw new DecodeError(issues);
     return out;

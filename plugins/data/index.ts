@@ -11,6 +11,7 @@ import { queryEnginesRef } from '../query/api.ts';
 import { dataServiceRef, dataTablesRef, type DataService } from './api.ts';
 import { definitionsRoutes } from './definitions.routes.ts';
 import { DefinitionsService, toView } from './definitions.service.ts';
+import { MaterializedFields } from './materialized.ts';
 import { migrations } from './migrations.ts';
 import { rowsRoutes } from './rows.routes.ts';
 import { RowsService } from './rows.service.ts';
@@ -41,6 +42,14 @@ export default definePlugin({
     const defs = new DefinitionsService(ctx.db);
     const rows = new RowsService(ctx.db, defs, ctx.events, ctx.optionalDeps.files, ctx.config);
     const tables = new TablesService(ctx.db, defs);
+    const engine = ctx.optionalDeps.engines?.default();
+    if (engine) {
+      const mat = new MaterializedFields(ctx.db, defs, tables, engine, ctx.config.materializedTimeoutMs, ctx.logger);
+      rows.materializer = mat;
+      defs.checkMaterialized = (ws, sql, self) => mat.check(ws, sql, self);
+      defs.onFieldsChanged = (def) => mat.refreshAll(def);
+      ctx.onStop(() => mat.idle());
+    }
 
     const service: DataService = {
       query: (ws, definition, q) => rows.query(ws, definition, q),

@@ -4,10 +4,24 @@
  */
 import type { Database } from '../../core/db/index.ts';
 import type { DataTable, DataTablesService } from './api.ts';
+import type { Dataset, QueryColumnType } from '../query/api.ts';
 import { snakeAlias, type DefinitionsService, type FieldDef } from './definitions.service.ts';
 
 const SAFE = /^[A-Za-z][A-Za-z0-9_]*$/;
 const BATCH = 20_000;
+
+const COLUMN_TYPES: Record<FieldDef['type'], QueryColumnType> = {
+  text: 'VARCHAR',
+  select: 'VARCHAR',
+  relationship: 'VARCHAR',
+  number: 'DOUBLE',
+  boolean: 'BOOLEAN',
+  date: 'DATE',
+  timestamp: 'TIMESTAMP',
+  json: 'JSON',
+  files: 'VARCHAR[]',
+  'multi-select': 'VARCHAR[]',
+};
 
 function projection(handle: string, f: FieldDef | undefined): string {
   if (!f || !SAFE.test(handle)) return 'NULL';
@@ -77,6 +91,27 @@ export class TablesService implements DataTablesService {
 
   scan(workspaceId: string, definitionId: string, fields: string[]): AsyncIterable<unknown[][]> {
     return this.stream(workspaceId, definitionId, fields, '', []);
+  }
+
+  dataset(workspaceId: string, table: DataTable): Dataset {
+    const fields = Object.keys(table.fields).filter((h) => SAFE.test(h));
+    return {
+      key: table.id,
+      names: table.alias && table.alias !== table.handle ? [table.handle, table.alias] : [table.handle],
+      columns: [
+        { name: 'id', type: 'VARCHAR' },
+        { name: 'createdAt', type: 'TIMESTAMP' },
+        { name: 'updatedAt', type: 'TIMESTAMP' },
+        ...fields.map((h) => ({ name: h, type: COLUMN_TYPES[table.fields[h].type] ?? 'VARCHAR' })),
+      ],
+      version: table.version,
+      keyColumn: 'id',
+      load: () => this.scan(workspaceId, table.id, fields),
+      changesSince: async (fromVersion) => {
+        const ch = await this.changes(workspaceId, table.id, fields, fromVersion);
+        return { upserts: ch.upserts, deletedKeys: ch.deletedIds };
+      },
+    };
   }
 
   async changes(workspaceId: string, definitionId: string, fields: string[], sinceVersion: string) {

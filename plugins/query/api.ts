@@ -70,6 +70,11 @@ export interface QueryRunRequest {
   maxRows: number;
   /** Wall-clock limit; exceeding it throws QueryTimeout. */
   timeoutMs: number;
+  /**
+   * Values of named parameters (`$name` in the SQL): string, number, boolean or null (arrays and
+   * objects are bound as JSON text). Parameters the SQL names but `params` lacks are NULL.
+   */
+  params?: Record<string, unknown>;
 }
 
 export interface QueryRunResult {

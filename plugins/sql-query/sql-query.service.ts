@@ -4,58 +4,14 @@
  * a per-node copy per version, refreshed incrementally), and caches results per node keyed by the
  * data versions of the used tables.
  */
-import type { DataFieldDefinition, DataTable, DataTablesService } from '../data/api.ts';
-import { UnknownTable, type Dataset, type DatasetColumn, type QueryColumnType, type QueryEngine } from '../query/api.ts';
+import type { DataTable, DataTablesService } from '../data/api.ts';
+import { UnknownTable, type QueryEngine } from '../query/api.ts';
 import type { SqlQueryResult } from './api.ts';
 
 export interface SqlQueryConfig {
   maxRows: number;
   timeoutMs: number;
   resultCacheEntries: number;
-}
-
-const FIELD_TYPES: Record<DataFieldDefinition['type'], QueryColumnType> = {
-  text: 'VARCHAR',
-  select: 'VARCHAR',
-  relationship: 'VARCHAR',
-  number: 'DOUBLE',
-  boolean: 'BOOLEAN',
-  date: 'DATE',
-  timestamp: 'TIMESTAMP',
-  json: 'JSON',
-  files: 'VARCHAR[]',
-  'multi-select': 'VARCHAR[]',
-};
-
-const SAFE = /^[A-Za-z][A-Za-z0-9_]*$/;
-
-export function columnsOf(table: DataTable): { columns: DatasetColumn[]; fields: string[] } {
-  const fields = Object.keys(table.fields).filter((h) => SAFE.test(h));
-  return {
-    fields,
-    columns: [
-      { name: 'id', type: 'VARCHAR' },
-      { name: 'createdAt', type: 'TIMESTAMP' },
-      { name: 'updatedAt', type: 'TIMESTAMP' },
-      ...fields.map((h) => ({ name: h, type: FIELD_TYPES[table.fields[h].type] ?? 'VARCHAR' })),
-    ],
-  };
-}
-
-export function datasetOf(tables: DataTablesService, workspaceId: string, table: DataTable): Dataset {
-  const { columns, fields } = columnsOf(table);
-  return {
-    key: table.id,
-    names: table.alias && table.alias !== table.handle ? [table.handle, table.alias] : [table.handle],
-    columns,
-    version: table.version,
-    keyColumn: 'id',
-    load: () => tables.scan(workspaceId, table.id, fields),
-    async changesSince(fromVersion) {
-      const ch = await tables.changes(workspaceId, table.id, fields, fromVersion);
-      return { upserts: ch.upserts, deletedKeys: ch.deletedIds };
-    },
-  };
 }
 
 /** Resolves names (handles first, then aliases) to the workspace's tables. */
@@ -107,7 +63,7 @@ export class SqlQueryService {
     const analysis = await this.engine.analyze(sql);
     const all = await this.tables.list(workspaceId);
     const used = resolveTables(all, analysis.tables);
-    const key = JSON.stringify([workspaceId, sql, used.map((t) => [t.id, t.version, t.handle, t.alias, columnsOf(t).columns])]);
+    const key = JSON.stringify([workspaceId, sql, used.map((t) => [t.id, t.version, t.handle, t.alias, t.fields])]);
     const hit = this.cache.get(key);
     if (hit) {
       this.cache.delete(key);
@@ -117,7 +73,7 @@ export class SqlQueryService {
     const result = await this.engine.run({
       sql,
       scope: workspaceId,
-      datasets: used.map((t) => datasetOf(this.tables, workspaceId, t)),
+      datasets: used.map((t) => this.tables.dataset(workspaceId, t)),
       maxRows: this.cfg.maxRows,
       timeoutMs: this.cfg.timeoutMs,
     });

@@ -385,6 +385,17 @@ export class DuckDbEngine implements QueryEngine {
       const prepared = await extracted.prepare(0);
       try {
         if (prepared.statementType !== StatementType.SELECT) throw new SqlNotAllowed('Only one read-only SELECT or WITH statement is allowed.');
+        if (prepared.parameterCount > 0) {
+          if (!req.params) throw new QueryFailed('Parameters ($name, ?) are not supported here.');
+          for (let i = 1; i <= prepared.parameterCount; i++) {
+            const v = req.params[prepared.parameterName(i)];
+            if (v === null || v === undefined) prepared.bindNull(i);
+            else if (typeof v === 'string') prepared.bindVarchar(i, v);
+            else if (typeof v === 'number') prepared.bindDouble(i, v);
+            else if (typeof v === 'boolean') prepared.bindBoolean(i, v);
+            else prepared.bindVarchar(i, JSON.stringify(v));
+          }
+        }
         const reader = await prepared.streamAndReadUntil(req.maxRows + 1);
         const columns = reader.columnNames();
         const types = reader.columnTypes().map((t: DuckDBType) => String(t));
