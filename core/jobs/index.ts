@@ -36,50 +36,49 @@ export interface Jobs {
 }
 
 export function createJobs(connectionString: string, logger: FastifyBaseLogger): Jobs {
-  let boss: PgBoss | undefined;
   let starting: Promise<PgBoss> | undefined;
   const queues = new Set<string>();
-  const get = () =>
+  const boss = () =>
     (starting ??= (async () => {
       const b = new PgBoss({ connectionString, schema: 'pgboss', max: 4 });
       b.on('error', (err: unknown) => logger.error({ err }, 'job queue error'));
       await b.start();
-      boss = b;
       return b;
     })());
-  return {
-    async queue(name, options = {}) {
-      if (queues.has(name)) return;
-      const b = await get();
-      const existing = await b.getQueue(name);
-      if (!existing) await b.createQueue(name, options).catch((err: Error) => {
+  const queue = async (name: string, options: QueueOptions = {}) => {
+    if (queues.has(name)) return boss();
+    const b = await boss();
+    if (!(await b.getQueue(name))) {
+      await b.createQueue(name, options).catch((err: Error) => {
         if (!/already exists/i.test(err.message)) throw err;
       });
-      queues.add(name);
-    },
+    }
+    queues.add(name);
+    return b;
+  };
+  return {
+    queue: async (name, options) => void (await queue(name, options)),
     async send(name, data, options = {}) {
-      await this.queue(name);
-      return (await get()).send(name, data, options as Record<string, unknown>);
+      return (await queue(name)).send(name, data, options as Record<string, unknown>);
     },
     async work(name, handler, options = {}) {
-      await this.queue(name);
-      await (await get()).work(name, { batchSize: options.batchSize ?? 1, pollingIntervalSeconds: options.pollingIntervalSeconds ?? 0.5 }, async (jobs) => {
+      const b = await queue(name);
+      await b.work(name, { batchSize: options.batchSize ?? 1, pollingIntervalSeconds: options.pollingIntervalSeconds ?? 0.5 }, async (jobs) => {
         for (const job of jobs) await handler(job.data as never, { id: job.id, retryCount: (job as { retryCount?: number }).retryCount ?? 0 });
       });
     },
     async schedule(name, cron, data, options = {}) {
-      await this.queue(name);
-      await (await get()).schedule(name, cron, data, { tz: options.tz, key: options.key });
+      await (await queue(name)).schedule(name, cron, data, { tz: options.tz, key: options.key });
     },
     async unschedule(name, key) {
-      await (await get()).unschedule(name, key);
+      await (await boss()).unschedule(name, key);
     },
     async stop() {
       if (!starting) return;
       const b = await starting.catch(() => undefined);
-      await b?.stop({ graceful: true, timeout: 10_000, close: true });
-      boss = undefined;
       starting = undefined;
+      queues.clear();
+      await b?.stop({ graceful: true, timeout: 10_000, close: true });
     },
   };
 }
