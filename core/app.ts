@@ -89,6 +89,40 @@ declare module 'fastify' {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** Error bodies as documented on every operation (the spec's Errors section). */
+const DOC_ERROR = {
+  description: 'Error: `{code, message, details?}` (401 authentication_required | invalid_api_key | session_required, 403 insufficient_permissions, 404 not_found, 409 conflict, 413 payload_too_large, 429 too_many_requests, 500 internal_error)',
+  type: 'object',
+  required: ['code', 'message'],
+  properties: { code: { type: 'string' }, message: { type: 'string' }, details: { type: 'object', additionalProperties: { type: 'string' } } },
+};
+const DOC_BAD_REQUEST = {
+  description: 'Invalid request: an HttpApiDecodeError body for schema failures, otherwise `{code, message, details?}` (invalid_request, workspace_context_required, ...)',
+  anyOf: [
+    {
+      type: 'object',
+      required: ['_tag', 'message', 'issues'],
+      properties: {
+        _tag: { const: 'HttpApiDecodeError' },
+        message: { type: 'string' },
+        issues: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['_tag', 'path', 'message'],
+            properties: {
+              _tag: { enum: ['Pointer', 'Unexpected', 'Missing', 'Composite', 'Refinement', 'Transformation', 'Type', 'Forbidden'] },
+              path: { type: 'array', items: { anyOf: [{ type: 'string' }, { type: 'number' }] } },
+              message: { type: 'string' },
+            },
+          },
+        },
+      },
+    },
+    DOC_ERROR,
+  ],
+};
+
 function makeAjv(extra: AjvOptions): Ajv {
   const ajv = new Ajv({ allErrors: true, strict: false, useDefaults: true, removeAdditional: false, ...extra });
   const addFormats = ((ajvFormats as unknown as { default: { default?: unknown } }).default.default ?? (ajvFormats as unknown as { default: unknown }).default) as (a: Ajv) => void;
@@ -182,6 +216,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<Trellis> {
         },
       },
       hideUntagged: false,
+      refResolver: { buildLocalReference: (json, _base, _fragment, i) => String((json as { $id?: string }).$id ?? `def-${i}`) },
       transform: ({ schema, url, route }) => {
         const cfg = (route.config ?? {}) as { permission?: string; auth?: string };
         const s = { ...(schema ?? {}) } as Record<string, unknown>;
@@ -189,9 +224,13 @@ export async function buildApp(opts: BuildAppOptions): Promise<Trellis> {
         else if (cfg.auth === 'session') s.security = [{ sessionCookie: [] }];
         else s.security = [{ bearerAuth: [] }, { apiKeyHeader: [] }, { sessionCookie: [] }];
         if (cfg.permission) s.description = `${s.description ? `${s.description}\n\n` : ''}Needs permission \`${cfg.permission}\`.`;
+        s.response = { 400: { description: DOC_BAD_REQUEST.description, $ref: 'BadRequest#' }, default: { description: DOC_ERROR.description, $ref: 'Error#' }, ...((s.response as object) ?? {}) };
         return { schema: s as never, url };
       },
     });
+
+    app.addSchema({ $id: 'Error', ...DOC_ERROR });
+    app.addSchema({ $id: 'BadRequest', ...DOC_BAD_REQUEST, anyOf: [DOC_BAD_REQUEST.anyOf[0], { $ref: 'Error#' }] });
 
     const requestEm = Symbol('em');
     app.decorateRequest('em', {

@@ -21,11 +21,14 @@ const routes = app.trellis.routes;
 t.test('every route declares a guard and is documented', async (t) => {
   t.ok(routes.length > 10);
   const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
+  t.same(Object.keys(doc.components.schemas).filter((k) => k === 'Error' || k === 'BadRequest').sort(), ['BadRequest', 'Error']);
   for (const r of routes) {
     t.ok(r.permission || r.auth, `${r.method} ${r.url} declares a guard`);
     if (r.url.startsWith('/api/v1/') && r.url !== '/api/v1/openapi.json') {
       const openapiPath = r.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
-      t.ok(doc.paths[openapiPath]?.[r.method.toLowerCase()], `${r.method} ${openapiPath} is in the OpenAPI document`);
+      const op = doc.paths[openapiPath]?.[r.method.toLowerCase()];
+      t.ok(op, `${r.method} ${openapiPath} is in the OpenAPI document`);
+      t.ok(op?.responses?.default && op?.responses?.['400'], `${r.method} ${openapiPath} documents its error bodies`);
     }
   }
 });
