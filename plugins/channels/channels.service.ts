@@ -131,6 +131,11 @@ export interface CreateMessageInput {
   attachments?: Attachment[];
 }
 
+/** Channels with their derived `last_message_at` (newest message of the channel). */
+const CHANNEL_SELECT = `SELECT c.*, (SELECT max(m.created_at) FROM channels_messages m WHERE m.channel_id = c.id) AS last_message_at FROM channels_channels c`;
+/** Threads with their derived `last_message_at`. */
+const THREAD_SELECT = `SELECT t.*, (SELECT max(m.created_at) FROM channels_messages m WHERE m.thread_id = t.id) AS last_message_at FROM channels_threads t`;
+
 const STATUS_RANK: Record<string, number> = { pending: 0, received: 0, sent: 1, delivered: 2, failed: 2 };
 
 export class ChannelsService {
@@ -222,13 +227,16 @@ export class ChannelsService {
   // --- channels ---------------------------------------------------------------------------
 
   async listChannels(workspaceId: string): Promise<ChannelView[]> {
-    const rows = await this.#db.query(`SELECT * FROM channels_channels WHERE workspace_id = $1 ORDER BY updated_at DESC, id DESC`, [workspaceId]);
+    const rows = await this.#db.query(`${CHANNEL_SELECT} WHERE c.workspace_id = $1 ORDER BY c.updated_at DESC, c.id DESC`, [workspaceId]);
     return rows.map(channelView);
   }
 
-  async #channelRow(q: Queryable, workspaceId: string, channelId: string, lock = false): Promise<Row> {
+  /** `view`: with the derived lastMessageAt; `lock`: the row FOR UPDATE; `plain`: the row. */
+  async #channelRow(q: Queryable, workspaceId: string, channelId: string, mode: 'view' | 'lock' | 'plain' = 'view'): Promise<Row> {
     if (!isUuid(channelId)) throw new NotFound('Channel was not found.');
-    const { rows } = await q.query(`SELECT * FROM channels_channels WHERE id = $1 AND workspace_id = $2${lock ? ' FOR UPDATE' : ''}`, [channelId, workspaceId]);
+    const sql =
+      mode === 'view' ? `${CHANNEL_SELECT} WHERE c.id = $1 AND c.workspace_id = $2` : `SELECT * FROM channels_channels WHERE id = $1 AND workspace_id = $2${mode === 'lock' ? ' FOR UPDATE' : ''}`;
+    const { rows } = await q.query(sql, [channelId, workspaceId]);
     if (!rows[0]) throw new NotFound('Channel was not found.');
     return rows[0];
   }
@@ -264,7 +272,7 @@ export class ChannelsService {
 
   async updateChannel(workspaceId: string, channelId: string, patch: Omit<Partial<CreateChannelInput>, 'kind' | 'adapter'>): Promise<ChannelView> {
     return this.#db.transaction(async (c) => {
-      const row = await this.#channelRow(c, workspaceId, channelId, true);
+      const row = await this.#channelRow(c, workspaceId, channelId, 'lock');
       const adapter = this.#adapterFor(row);
       let plain = row.config;
       let secret = row.secrets;
@@ -290,18 +298,18 @@ export class ChannelsService {
         ],
       );
       if (patch.config !== undefined && adapter?.onChannelSaved) await adapter.onChannelSaved(this.#adapterChannel(rows[0]));
-      return channelView(rows[0]);
+      return channelView(await this.#channelRow(c, workspaceId, channelId));
     });
   }
 
   async deleteChannel(workspaceId: string, channelId: string): Promise<void> {
-    const row = await this.#channelRow(this.#db.pool, workspaceId, channelId);
+    const row = await this.#channelRow(this.#db.pool, workspaceId, channelId, 'plain');
     await this.#db.query(`DELETE FROM channels_channels WHERE id = $1 AND workspace_id = $2`, [channelId, workspaceId]);
     await this.#adapterFor(row)?.onChannelDeleted?.({ id: channelId, workspaceId });
   }
 
   async adapterInfo(workspaceId: string, channelId: string) {
-    const row = await this.#channelRow(this.#db.pool, workspaceId, channelId);
+    const row = await this.#channelRow(this.#db.pool, workspaceId, channelId, 'plain');
     const adapter = this.#adapterFor(row);
     const secretNames = adapter?.secretFields ?? [];
     const stored = row.secrets ? (JSON.parse(this.#secrets.decrypt(row.secrets as string)) as Record<string, unknown>) : {};
@@ -318,17 +326,17 @@ export class ChannelsService {
   // --- threads ----------------------------------------------------------------------------
 
   async listThreads(workspaceId: string, channelId: string): Promise<ThreadView[]> {
-    await this.#channelRow(this.#db.pool, workspaceId, channelId);
+    await this.#channelRow(this.#db.pool, workspaceId, channelId, 'plain');
     const rows = await this.#db.query(
-      `SELECT * FROM channels_threads WHERE channel_id = $1 AND workspace_id = $2
-       ORDER BY COALESCE(last_message_at, created_at) DESC, id DESC`,
+      `SELECT * FROM (${THREAD_SELECT} WHERE t.channel_id = $1 AND t.workspace_id = $2) x
+       ORDER BY COALESCE(x.last_message_at, x.created_at) DESC, x.id DESC`,
       [channelId, workspaceId],
     );
     return rows.map(threadView);
   }
 
   async createThread(workspaceId: string, channelId: string, input: { title?: string | null; status?: ThreadStatus; externalId?: string | null; metadata?: Record<string, unknown> | null }): Promise<ThreadView> {
-    await this.#channelRow(this.#db.pool, workspaceId, channelId);
+    await this.#channelRow(this.#db.pool, workspaceId, channelId, 'plain');
     const now = new Date();
     const status = input.status ?? 'open';
     try {
@@ -345,9 +353,9 @@ export class ChannelsService {
   }
 
   async #threadRow(q: Queryable, workspaceId: string, channelId: string, threadId: string): Promise<Row> {
-    await this.#channelRow(q, workspaceId, channelId);
+    await this.#channelRow(q, workspaceId, channelId, 'plain');
     if (!isUuid(threadId)) throw new NotFound('Thread was not found.');
-    const { rows } = await q.query(`SELECT * FROM channels_threads WHERE id = $1 AND channel_id = $2 AND workspace_id = $3`, [threadId, channelId, workspaceId]);
+    const { rows } = await q.query(`${THREAD_SELECT} WHERE t.id = $1 AND t.channel_id = $2 AND t.workspace_id = $3`, [threadId, channelId, workspaceId]);
     if (!rows[0]) throw new NotFound('Thread was not found.');
     return rows[0];
   }
@@ -360,7 +368,7 @@ export class ChannelsService {
 
   async listMessages(workspaceId: string, channelId: string, threadId: string | null, limit = 200): Promise<MessageView[]> {
     if (threadId) await this.#threadRow(this.#db.pool, workspaceId, channelId, threadId);
-    else await this.#channelRow(this.#db.pool, workspaceId, channelId);
+    else await this.#channelRow(this.#db.pool, workspaceId, channelId, 'plain');
     const rows = await this.#db.query(
       `SELECT * FROM (SELECT * FROM channels_messages WHERE channel_id = $1 AND workspace_id = $2 AND ${threadId ? 'thread_id = $4' : 'thread_id IS NULL'}
          ORDER BY created_at DESC, id DESC LIMIT $3) m ORDER BY created_at ASC, id ASC`,
@@ -374,9 +382,15 @@ export class ChannelsService {
    * stored in this channel returns the stored message with `created: false` (idempotent retry).
    */
   async createMessage(workspaceId: string, channelId: string, threadId: string | null, input: CreateMessageInput): Promise<{ message: MessageView; created: boolean }> {
-    const result = await this.#db.transaction(async (c) => {
-      const channel = await this.#channelRow(c, workspaceId, channelId);
-      if (threadId) await this.#threadRow(c, workspaceId, channelId, threadId);
+    // No explicit transaction: the checks are reads and the insert is one statement (a channel
+    // deleted in between fails the insert's foreign key, answered as 404).
+    const c = this.#db.pool;
+    const result = await (async () => {
+      const channel = await this.#channelRow(c, workspaceId, channelId, 'plain');
+      if (threadId && !isUuid(threadId)) throw new NotFound('Thread was not found.');
+      if (threadId && (await c.query(`SELECT 1 FROM channels_threads WHERE id = $1 AND channel_id = $2 AND workspace_id = $3`, [threadId, channelId, workspaceId])).rows.length === 0) {
+        throw new NotFound('Thread was not found.');
+      }
       const adapter = this.#adapterFor(channel);
       if (input.parentMessageId != null) {
         const ok = isUuid(input.parentMessageId) && (await c.query(`SELECT 1 FROM channels_messages WHERE id = $1 AND channel_id = $2`, [input.parentMessageId, channelId])).rows.length > 0;
@@ -408,6 +422,9 @@ export class ChannelsService {
         return { message: messageView(rows[0]), created: false, queue: false };
       }
       return { message: messageView(inserted), created: true, queue };
+    })().catch((err: unknown) => {
+      if ((err as { code?: string }).code === '23503') throw new NotFound('Channel was not found.');
+      throw err;
     });
     if (result.created) this.#afterCreate(workspaceId, result.message, result.queue);
     return { message: result.message, created: result.created };
@@ -457,10 +474,7 @@ export class ChannelsService {
         now,
       ],
     );
-    if (!rows[0]) return null;
-    await c.query(`UPDATE channels_channels SET last_message_at = $2 WHERE id = $1 AND (last_message_at IS NULL OR last_message_at < $2)`, [m.channelId, now]);
-    if (m.threadId) await c.query(`UPDATE channels_threads SET last_message_at = $2 WHERE id = $1 AND (last_message_at IS NULL OR last_message_at < $2)`, [m.threadId, now]);
-    return rows[0];
+    return rows[0] ?? null;
   }
 
   #afterCreate(workspaceId: string, message: MessageView, queue: boolean): void {
@@ -619,7 +633,7 @@ export class ChannelsService {
     }
     try {
       const message = messageView(row);
-      const thread = row.thread_id ? threadView((await this.#db.query(`SELECT * FROM channels_threads WHERE id = $1`, [row.thread_id]))[0]) : null;
+      const thread = row.thread_id ? threadView((await this.#db.query(`${THREAD_SELECT} WHERE t.id = $1`, [row.thread_id]))[0]) : null;
       const last = await this.#db.query(
         `SELECT * FROM channels_messages WHERE channel_id = $1 AND ${row.thread_id ? 'thread_id = $2' : 'thread_id IS NULL'} AND direction = 'inbound' ORDER BY created_at DESC LIMIT 1`,
         row.thread_id ? [row.channel_id, row.thread_id] : [row.channel_id],

@@ -74,4 +74,15 @@ CREATE TABLE channels_replay_keys (
 );
 `,
   },
+  {
+    // lastMessageAt is derived from the messages (an index probe) instead of an UPDATE of the
+    // channel and thread rows per message: that hot-row lock serialised every insert in a channel.
+    name: '0002_derived_last_message_at',
+    up: `
+CREATE INDEX channels_messages_channel_created ON channels_messages (channel_id, created_at DESC);
+ALTER TABLE channels_channels DROP COLUMN last_message_at;
+ALTER TABLE channels_threads DROP COLUMN last_message_at;
+DROP INDEX IF EXISTS channels_threads_activity;
+`,
+  },
 ];

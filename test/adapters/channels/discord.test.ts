@@ -23,10 +23,12 @@ t.teardown(() => peer.close());
 const down = await deadPort();
 
 // Ed25519 is deterministic: a redelivery differs from the first by its timestamp, as in real life.
-let skew = 0;
+// Each signing uses a timestamp one second older than the previous one (never equal).
+let lastTs = Number.MAX_SAFE_INTEGER;
 function signed(body: unknown, opts: { timestamp?: number; key?: KeyObject } = {}) {
   const payload = JSON.stringify(body);
-  const ts = String(opts.timestamp ?? Math.floor(Date.now() / 1000) - (skew++ % 120));
+  if (opts.timestamp === undefined) lastTs = Math.min(Math.floor(Date.now() / 1000), lastTs - 1);
+  const ts = String(opts.timestamp ?? lastTs);
   const sig = edSign(null, Buffer.from(ts + payload), opts.key ?? app.privateKey).toString('hex');
   return { headers: { 'content-type': 'application/json', 'x-signature-ed25519': sig, 'x-signature-timestamp': ts }, payload };
 }
