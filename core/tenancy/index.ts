@@ -5,7 +5,7 @@
  * reading across tenants. `workspace_id` is NOT NULL in every tenant table, so an insert that
  * forgets it fails instead of landing in no workspace.
  */
-import { defineEntity, p, type EntityManager } from '@mikro-orm/core';
+import { p, type EntityManager } from '@mikro-orm/core';
 
 export const TENANT_FILTER = 'tenant';
 
@@ -29,5 +29,3 @@ export function scopedEm<E extends EntityManager>(em: E, workspaceId: string): E
   fork.setFilterParams(TENANT_FILTER, { workspaceId });
   return fork;
 }
-
-export { defineEntity, p };
