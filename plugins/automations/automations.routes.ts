@@ -229,8 +229,7 @@ export function webhookRoutes(app: App, d: RouteDeps): void {
       for (const [k, v] of Object.entries(request.headers)) if (!HIDDEN_HEADERS.has(k) && v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
       const deliveryId = request.headers['webhook-id'] ?? request.headers['idempotency-key'];
       const deliveryKey = typeof deliveryId === 'string' && deliveryId ? `webhook:${found.trigger.id}:${deliveryId.slice(0, 200)}` : null;
-      const automation = await d.store.get(found.trigger.workspaceId, found.trigger.automationId);
-      const started = await d.runs.start(automation, found.trigger, 'webhook', { method: request.method, headers, query: request.query ?? {}, body }, deliveryKey);
+      const started = await d.runs.start(found.automation, found.trigger, 'webhook', { method: request.method, headers, query: request.query ?? {}, body }, deliveryKey);
       started.done.catch(() => undefined);
       return reply.code(202).send({ runId: started.run.id, status: started.run.status, duplicate: started.duplicate });
     },

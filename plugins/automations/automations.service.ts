@@ -496,14 +496,27 @@ export class AutomationsService {
 
   // --- lookups for triggers -----------------------------------------------------------------
 
-  async webhookTrigger(publicId: string): Promise<{ trigger: TriggerRecord; automationEnabled: boolean } | null> {
+  /**
+   * A webhook trigger with its automation and resources, in one round trip (the hot path of
+   * webhook deliveries). The automation's `triggers` holds only this trigger.
+   */
+  async webhookTrigger(publicId: string): Promise<{ trigger: TriggerRecord; automationEnabled: boolean; automation: AutomationRecord } | null> {
     const rows = await this.db.query(
-      `SELECT t.*, a.enabled AS automation_enabled FROM automations_triggers t JOIN automations_automations a ON a.id = t.automation_id
+      `SELECT t.*, a.enabled AS automation_enabled, to_jsonb(a.*) AS automation,
+         (SELECT coalesce(jsonb_agg(to_jsonb(r.*) ORDER BY r.position), '[]'::jsonb) FROM automations_resources r WHERE r.automation_id = a.id) AS resources
+       FROM automations_triggers t JOIN automations_automations a ON a.id = t.automation_id
        WHERE t.public_id = $1 AND t.type = 'webhook'`,
       [publicId],
     );
     if (rows.length === 0) return null;
-    return { trigger: triggerFromRow(rows[0]), automationEnabled: rows[0].automation_enabled as boolean };
+    const trigger = triggerFromRow(rows[0]);
+    const dates = (r: Row) => ({ ...r, created_at: new Date(r.created_at as string), updated_at: new Date(r.updated_at as string), last_run_at: r.last_run_at ? new Date(r.last_run_at as string) : null });
+    const automation: AutomationRecord = {
+      ...automationFromRow(dates(rows[0].automation as Row)),
+      resources: (rows[0].resources as Row[]).map((r) => resourceFromRow(dates(r))),
+      triggers: [trigger],
+    };
+    return { trigger, automationEnabled: rows[0].automation_enabled as boolean, automation };
   }
 
   async triggerById(workspaceId: string, triggerId: string): Promise<{ trigger: TriggerRecord; automationEnabled: boolean } | null> {

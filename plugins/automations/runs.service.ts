@@ -254,21 +254,24 @@ export class RunsService {
     if (result.ok) events.push({ id: uuidv7(), seq, type: 'result', level: 'info', message: 'Run succeeded', payload: result.output, meta: { durationMs: result.durationMs, cpuMs: result.cpuMs } });
     else events.push({ id: uuidv7(), seq, type: 'error', level: 'error', message: `${result.error.code}: ${result.error.message}`, payload: result.error, meta: { durationMs: result.durationMs, cpuMs: result.cpuMs } });
     try {
-      const rows = await this.db.transaction(async (c) => {
-        await c.query(
-          `INSERT INTO automations_run_events (id, workspace_id, run_id, seq, type, level, message, payload, meta)
+      // One statement: the events and the final status commit together.
+      const rows = await this.db.query(
+        `WITH ev AS (
+           INSERT INTO automations_run_events (id, workspace_id, run_id, seq, type, level, message, payload, meta)
            SELECT x.id, $1, $2, x.seq, x.type, x.level, x.message, x.payload, x.meta
-           FROM jsonb_to_recordset($3::jsonb) AS x(id uuid, seq int, type text, level text, message text, payload jsonb, meta jsonb)`,
-          [run.workspaceId, run.id, JSON.stringify(events.map((e) => ({ ...e, payload: e.payload === undefined ? null : e.payload })))],
-        );
-        const res = await c.query(
-          `UPDATE automations_runs SET status = $3, output = $4::jsonb, error = $5::jsonb, finished_at = now(),
-             duration_ms = GREATEST(0, round(extract(epoch FROM now() - started_at) * 1000))::int
-           WHERE workspace_id = $1 AND id = $2 AND status = 'running' RETURNING *`,
-          [run.workspaceId, run.id, result.ok ? 'succeeded' : 'failed', result.ok ? JSON.stringify(result.output) : null, result.ok ? null : JSON.stringify(result.error)],
-        );
-        return res.rows;
-      });
+           FROM jsonb_to_recordset($6::jsonb) AS x(id uuid, seq int, type text, level text, message text, payload jsonb, meta jsonb))
+         UPDATE automations_runs SET status = $3, output = $4::jsonb, error = $5::jsonb, finished_at = clock_timestamp(),
+           duration_ms = GREATEST(0, round(extract(epoch FROM clock_timestamp() - started_at) * 1000))::int
+         WHERE workspace_id = $1 AND id = $2 AND status = 'running' RETURNING *`,
+        [
+          run.workspaceId,
+          run.id,
+          result.ok ? 'succeeded' : 'failed',
+          result.ok ? JSON.stringify(result.output) : null,
+          result.ok ? null : JSON.stringify(result.error),
+          JSON.stringify(events.map((e) => ({ ...e, payload: e.payload === undefined ? null : e.payload }))),
+        ],
+      );
       return rows[0] ? runFromRow(rows[0]) : run;
     } catch (err) {
       this.log.error({ err, runId: run.id }, 'recording the run result failed');

@@ -1,0 +1,87 @@
+/**
+ * bench/automations-webhook: webhook delivery -> run `succeeded`.
+ *
+ * Subject: BENCH_CONNECTIONS (default 20) concurrent senders POST JSON to one automation's
+ * webhook URL for BENCH_SECONDS (default 10) (autocannon in a child process). Every delivery
+ * starts a run of a small script (reads the body, logs once, returns a value). Reported:
+ * - webhook -> run succeeded latency p50/p99: per run, `finished_at - created_at` (the run row is
+ *   created when the delivery is accepted, finished when the result is persisted);
+ * - sustained runs/s: succeeded runs / (last finish - first receipt);
+ * - the webhook ack rate and latency seen by the senders.
+ * Baseline, same run and load: GET /healthz (the HTTP floor of this server).
+ * Goals (issue 5): p50 <= 20 ms and >= 200 runs/s on this 2-core machine.
+ */
+import { buildApp } from '../core/app.ts';
+import { loadConfig } from '../core/config/index.ts';
+import workspaces from '../plugins/workspaces/index.ts';
+import automations from '../plugins/automations/index.ts';
+import { benchDatabase, envInt, load, row } from './lib.ts';
+
+const connections = envInt('BENCH_CONNECTIONS', 20);
+const seconds = envInt('BENCH_SECONDS', 10);
+
+const db = await benchDatabase();
+const config = loadConfig({ TRELLIS_DATA_DIR: `/tmp/trellis-bench-data-${process.pid}`, TRELLIS_LOG_LEVEL: 'silent', TRELLIS_DB_POOL_SIZE: '20' });
+const trellis = await buildApp({ config, plugins: [workspaces, automations], databaseUrl: db.url, logger: false });
+await trellis.app.listen({ host: '127.0.0.1', port: 0 });
+const port = (trellis.app.server.address() as { port: number }).port;
+const origin = `http://127.0.0.1:${port}`;
+const base = `${origin}/api/v1`;
+
+const signUp = await fetch(`${base}/auth/sign-up`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.test', password: 'bench password' }) });
+const cookie = signUp.headers.get('set-cookie')!.split(';')[0];
+const ws = (await (await fetch(`${base}/workspaces`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, origin }, body: JSON.stringify({ name: 'Bench' }) })).json()) as { handle: string };
+const key = ((await (await fetch(`${base}/workspaces/${ws.handle}/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, origin }, body: JSON.stringify({ name: 'bench' }) })).json()) as { apiKey: { key: string } }).apiKey.key;
+const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+
+const created = await fetch(`${base}/automations`, {
+  method: 'POST',
+  headers: auth,
+  body: JSON.stringify({
+    name: 'Bench hook',
+    scriptSource: 'export default async (input) => { console.log("order", input.body.order); return { ok: true, order: input.body.order } }',
+    triggers: [{ type: 'webhook' }],
+  }),
+});
+if (created.status !== 201) throw new Error(await created.text());
+const automation = (await created.json()) as { id: string; triggers: { webhookUrl: string }[] };
+const hookPath = new URL(automation.triggers[0].webhookUrl).pathname;
+const hookUrl = `${origin}${hookPath}`;
+const body = JSON.stringify({ order: 42, items: [{ sku: 'a', qty: 1 }] });
+const check = await fetch(hookUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+if (check.status !== 202) throw new Error(`webhook answered ${check.status}: ${await check.text()}`);
+
+const waitIdle = async () => {
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    const [{ n }] = await trellis.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM automations_runs WHERE status = 'running'`);
+    if (n === 0) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('runs did not finish');
+};
+
+console.log(`automations-webhook: ${connections} concurrent senders, ${seconds} s, Node ${process.version}`);
+// Warm-up (JIT, pools, QuickJS), then the baseline and the subject.
+await load(hookUrl, { connections, seconds: 2, method: 'POST', headers: { 'content-type': 'application/json' }, body });
+await waitIdle();
+await trellis.db.query('DELETE FROM automations_runs');
+const baseline = await load(`${origin}/healthz`, { connections, seconds });
+const subject = await load(hookUrl, { connections, seconds, method: 'POST', headers: { 'content-type': 'application/json' }, body });
+await waitIdle();
+
+const [stats] = await trellis.db.query<{ n: number; ok: number; p50: number; p99: number; window_ms: number }>(`
+  SELECT count(*)::int AS n, count(*) FILTER (WHERE status = 'succeeded')::int AS ok,
+    percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - created_at) * 1000) AS p50,
+    percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - created_at) * 1000) AS p99,
+    extract(epoch FROM max(finished_at) - min(created_at)) * 1000 AS window_ms
+  FROM automations_runs`);
+const runsPerSec = (stats.ok / stats.window_ms) * 1000;
+console.log(row('baseline GET /healthz', baseline));
+console.log(row('webhook ack (202, run recorded)', subject));
+console.log(`webhook -> run succeeded: ${stats.ok}/${stats.n} runs succeeded, p50 ${stats.p50.toFixed(1)} ms, p99 ${stats.p99.toFixed(1)} ms (goal p50 <= 20 ms)`);
+console.log(`sustained: ${runsPerSec.toFixed(0)} runs/s over ${(stats.window_ms / 1000).toFixed(1)} s (goal >= 200 runs/s)`);
+console.log(`ratio webhook acks / healthz baseline: ${(subject.rps / baseline.rps).toFixed(2)}; runs/s / healthz req/s: ${(runsPerSec / baseline.rps).toFixed(3)}`);
+
+await trellis.close();
+await db.close();
