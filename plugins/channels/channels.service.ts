@@ -523,9 +523,10 @@ export class ChannelsService {
     const window = adapter.replayWindowSeconds ?? 600;
     const out = await this.#db.transaction(async (c) => {
       if (result.replayKey) {
-        await c.query(`DELETE FROM channels_replay_keys WHERE channel_id = $1 AND expires_at < now()`, [channelId]);
+        // A key already stored and not yet expired is a replay; an expired one is taken over.
         const { rows } = await c.query(
-          `INSERT INTO channels_replay_keys (channel_id, key, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3)) ON CONFLICT DO NOTHING RETURNING 1`,
+          `INSERT INTO channels_replay_keys (channel_id, key, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))
+           ON CONFLICT (channel_id, key) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE channels_replay_keys.expires_at < now() RETURNING 1`,
           [channelId, result.replayKey, window],
         );
         if (rows.length === 0) throw new InvalidSignature('The request was refused: replayed signature.');
@@ -567,14 +568,21 @@ export class ChannelsService {
         }
       }
       if (!threadId && m.thread) {
-        const now = new Date();
-        const { rows } = await c.query(
-          `INSERT INTO channels_threads (id, workspace_id, channel_id, title, status, external_id, metadata, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, 'open', $5, $6::jsonb, $7, $7)
-           ON CONFLICT (channel_id, external_id) WHERE external_id IS NOT NULL DO UPDATE SET external_id = EXCLUDED.external_id RETURNING id`,
-          [uuidv7(), workspaceId, channelId, m.thread.title ?? null, m.thread.externalId, json(m.thread.metadata ?? null), now],
-        );
-        threadId = rows[0].id as string;
+        // Find, else create (no row lock on an existing thread: concurrent messages do not queue).
+        const find = () => c.query(`SELECT id FROM channels_threads WHERE channel_id = $1 AND external_id = $2`, [channelId, m.thread!.externalId]);
+        let found = (await find()).rows[0];
+        if (!found) {
+          const now = new Date();
+          found = (
+            await c.query(
+              `INSERT INTO channels_threads (id, workspace_id, channel_id, title, status, external_id, metadata, created_at, updated_at)
+               VALUES ($1, $2, $3, $4, 'open', $5, $6::jsonb, $7, $7)
+               ON CONFLICT (channel_id, external_id) WHERE external_id IS NOT NULL DO NOTHING RETURNING id`,
+              [uuidv7(), workspaceId, channelId, m.thread.title ?? null, m.thread.externalId, json(m.thread.metadata ?? null), now],
+            )
+          ).rows[0] ?? (await find()).rows[0];
+        }
+        threadId = found.id as string;
       }
       const inserted = await this.#insertMessage(c, {
         workspaceId,
@@ -675,6 +683,7 @@ export class ChannelsService {
 
   /** Re-queues outbound messages left pending past their due time (a crash between commit and queue). */
   async sweep(): Promise<number> {
+    await this.#db.query(`DELETE FROM channels_replay_keys WHERE expires_at < now()`);
     const rows = await this.#db.query<{ id: string }>(
       `SELECT id FROM channels_messages WHERE status = 'pending' AND direction = 'outbound' AND delivery_next_at < now() - interval '1 minute'
        AND (delivery_lease IS NULL OR delivery_lease < now()) LIMIT 500`,

@@ -47,11 +47,12 @@ export default definePlugin({
     ctx.routes((app) => channelsRoutes(app, service, ctx.config.inboundBodyLimit));
     ctx.onStart(async () => {
       const adapters = service.adapters();
-      if (adapters.some((a) => a.outbound)) {
-        await ctx.jobs.work<{ messageId: string }>(DELIVER_QUEUE, async (data) => service.deliver(data.messageId));
+      if (adapters.some((a) => a.outbound || a.inbound)) {
+        // The sweeper re-queues stuck deliveries and drops expired replay keys.
         await ctx.jobs.work(SWEEP_QUEUE, async () => service.sweep());
         await ctx.jobs.schedule(SWEEP_QUEUE, ctx.config.sweepCron, {}, { key: 'all' });
       }
+      if (adapters.some((a) => a.outbound)) await ctx.jobs.work<{ messageId: string }>(DELIVER_QUEUE, async (data) => service.deliver(data.messageId));
       const runtime = { ingest: service.ingest.bind(service), channel: service.loadAdapterChannel.bind(service) };
       for (const a of adapters) await a.start?.(runtime);
     });

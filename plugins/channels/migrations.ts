@@ -85,4 +85,8 @@ ALTER TABLE channels_threads DROP COLUMN last_message_at;
 DROP INDEX IF EXISTS channels_threads_activity;
 `,
   },
+  {
+    name: '0003_replay_key_expiry',
+    up: `CREATE INDEX channels_replay_keys_expiry ON channels_replay_keys (expires_at);`,
+  },
 ];
