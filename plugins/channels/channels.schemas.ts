@@ -106,7 +106,7 @@ export const UpdateChannelBody = Type.Object(
     externalId: Type.Optional(Nullable(Type.String())),
     metadata: Type.Optional(Nullable(JsonObject)),
     config: Type.Optional(
-      Type.Object({}, { additionalProperties: true, description: 'Merged into the adapter settings; omitted secret fields keep their stored value.' }),
+      Type.Object({}, { additionalProperties: true, description: 'Merged into the adapter settings: omitted fields (secrets included) keep their stored value, `null` unsets an optional field.' }),
     ),
   },
   { additionalProperties: false },

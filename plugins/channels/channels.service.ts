@@ -278,7 +278,9 @@ export class ChannelsService {
       let secret = row.secrets;
       if (patch.config !== undefined) {
         if (!adapter) throw new InvalidRequest(`The adapter '${row.adapter as string}' of this channel is not loaded.`);
-        const merged = this.#validateConfig(adapter, { ...this.#fullConfig(row), ...patch.config });
+        const next: Record<string, unknown> = { ...this.#fullConfig(row), ...patch.config };
+        for (const [k, v] of Object.entries(patch.config)) if (v === null) delete next[k]; // null unsets an optional field
+        const merged = this.#validateConfig(adapter, next);
         ({ plain, secret } = this.#splitConfig(adapter, merged));
       }
       const has = (k: string) => Object.prototype.hasOwnProperty.call(patch, k);

@@ -63,6 +63,11 @@ t.test('webhook specifics', async (t) => {
     const info2 = (await h.app.inject({ method: 'GET', url: `/api/v1/channels/${ch.id}/adapter`, headers: h.ws.auth })).json();
     t.equal(info2.config.targetUrl, `${peer.url}/other`);
     t.same(info2.secrets, { secret: true }, 'secret kept when omitted from the patch');
+    const unset = await h.app.inject({ method: 'PATCH', url: `/api/v1/channels/${ch.id}`, headers: h.ws.auth, payload: { config: { targetUrl: null } } });
+    t.equal(unset.statusCode, 200);
+    t.notOk('targetUrl' in (await h.app.inject({ method: 'GET', url: `/api/v1/channels/${ch.id}/adapter`, headers: h.ws.auth })).json().config, 'null unsets');
+    const unsetRequired = await h.app.inject({ method: 'PATCH', url: `/api/v1/channels/${ch.id}`, headers: h.ws.auth, payload: { config: { secret: null } } });
+    t.equal(unsetRequired.statusCode, 400, 'a required field cannot be unset');
   });
 
   t.test('threads by the sender\'s thread id, status reports, malformed bodies', async (t) => {
