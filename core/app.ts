@@ -18,6 +18,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fast
 import type { TSchema } from 'typebox';
 import { createGuard } from './auth/guard.ts';
 import { ApiKeyResolver } from './auth/keys.ts';
+import { ApiKeys } from './auth/api-keys.ts';
 import { PermissionCatalogue } from './auth/permissions.ts';
 import { authPlugin } from './auth/routes.ts';
 import { SessionService } from './auth/sessions.ts';
@@ -185,6 +186,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<Trellis> {
     });
     const events = createEventBus(log);
     const jobs = createJobs(opts.databaseUrl, log);
+    const identity = { sessions, keys, apiKeys: new ApiKeys(keys, catalogue), catalogue };
     const netService = { fetch: createSafeFetch({ allow: config.TRELLIS_OUTBOUND_ALLOW.split(',') }) };
 
     // Validation: bodies are not coerced (a string is not a number); query, params and headers are.
@@ -271,7 +273,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<Trellis> {
         jobs,
         events,
         secrets,
-        identity: { sessions, keys, catalogue },
+        identity,
         net: netService,
         extend<T>(point: ExtensionPoint<T>, item: T) {
           if (!loadedIds.has(point.plugin)) return;

@@ -23,6 +23,7 @@ import type { EventBus } from '../events/index.ts';
 import type { Jobs } from '../jobs/index.ts';
 import type { Role } from '../identity/entities.ts';
 import type { ApiKeyResolver } from '../auth/keys.ts';
+import type { ApiKeys } from '../auth/api-keys.ts';
 import type { PermissionCatalogue } from '../auth/permissions.ts';
 import type { SessionService } from '../auth/sessions.ts';
 
@@ -30,6 +31,7 @@ import type { SessionService } from '../auth/sessions.ts';
 export interface Identity {
   sessions: SessionService;
   keys: ApiKeyResolver;
+  apiKeys: ApiKeys;
   catalogue: PermissionCatalogue;
 }
 

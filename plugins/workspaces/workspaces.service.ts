@@ -7,8 +7,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Database } from '../../core/db/index.ts';
 import { randomToken, sha256Hex, uuidv7 } from '../../core/crypto/index.ts';
 import { Conflict, InvalidRequest, NotFound } from '../../core/errors/index.ts';
-import { ApiKey, type KeyRole, type Role } from '../../core/identity/entities.ts';
-import { issueKey } from '../../core/auth/keys.ts';
+import type { Role } from '../../core/identity/entities.ts';
 import type { WorkspaceRef } from '../../core/auth/guard.ts';
 import type { Identity } from '../../core/registry/index.ts';
 import { Invitation } from './entities.ts';
@@ -159,65 +158,17 @@ export class WorkspacesService {
     return { workspace: { handle: w.handle, name: w.name }, role: inv.role };
   }
 
-  // --- API keys -----------------------------------------------------------------------------
+  // --- API keys (records are core's: ctx.identity.apiKeys) ----------------------------------
 
-  apiKeyView(k: ApiKey) {
-    const pending = this.#identity.keys.pendingLastUsed(k.id);
-    const last = pending && (!k.lastUsedAt || pending > k.lastUsedAt) ? pending : k.lastUsedAt;
-    return {
-      id: k.id,
-      name: k.name,
-      role: k.role,
-      permissions: k.permissions ?? null,
-      prefix: k.prefix,
-      createdByUserId: k.createdByUserId ?? null,
-      createdAt: k.createdAt.toISOString(),
-      updatedAt: k.updatedAt.toISOString(),
-      expiresAt: iso(k.expiresAt),
-      lastUsedAt: iso(last),
-      revokedAt: iso(k.revokedAt),
-    };
+  createApiKey(em: EntityManager, ws: WorkspaceRef, input: { name: string; role?: Role; permissions?: Record<string, string[]>; expiresInMs?: number; createdByUserId: string | null }) {
+    return this.#identity.apiKeys.create(em, { ...input, workspaceId: ws.id });
   }
 
-  /**
-   * Creates a key. Role: the given one; `custom` when only explicit permissions are given; `admin`
-   * when neither is. The secret is returned here and never again.
-   */
-  async createApiKey(
-    em: EntityManager,
-    ws: WorkspaceRef,
-    input: { name: string; role?: Role; permissions?: Record<string, string[]>; expiresInMs?: number; createdByUserId: string | null },
-  ) {
-    this.#identity.catalogue.validateExplicit(input.permissions);
-    const role: KeyRole = input.role ?? (input.permissions && Object.keys(input.permissions).length ? 'custom' : 'admin');
-    const issued = issueKey();
-    const key = em.create(ApiKey, {
-      id: issued.id,
-      workspaceId: ws.id,
-      name: input.name,
-      role,
-      permissions: input.permissions ?? null,
-      prefix: issued.prefix,
-      secretHash: issued.secretHash,
-      createdByUserId: input.createdByUserId,
-      expiresAt: input.expiresInMs ? new Date(Date.now() + input.expiresInMs) : null,
-    } as ApiKey);
-    await em.flush();
-    return { ...this.apiKeyView(key), key: issued.key };
+  apiKeys(em: EntityManager) {
+    return this.#identity.apiKeys.list(em);
   }
 
-  async apiKeys(em: EntityManager) {
-    const keys = await em.find(ApiKey, {}, { orderBy: { createdAt: 'desc', id: 'desc' } });
-    return keys.map((k) => this.apiKeyView(k));
-  }
-
-  async revokeApiKey(em: EntityManager, id: string): Promise<void> {
-    const key = UUID.test(id) ? await em.findOne(ApiKey, { id }) : null;
-    if (!key) throw new NotFound('API key was not found.');
-    if (!key.revokedAt) {
-      key.revokedAt = new Date();
-      await em.flush();
-    }
-    await this.#identity.keys.invalidate(id);
+  revokeApiKey(em: EntityManager, id: string) {
+    return this.#identity.apiKeys.revoke(em, id);
   }
 }
