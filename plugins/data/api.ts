@@ -79,7 +79,7 @@ export interface DataTable {
  * Row projection for query engines: each row is an array `[id, createdAt, updatedAt, ...fields]`
  * (fields in the order asked) with values typed per field type: text/select/date/timestamp/
  * relationship as strings (a relationship with several ids as a JSON array text), number as JS
- * number, boolean, json as JSON text, files/multi-select as string arrays; timestamps as Date;
+ * number, boolean, json as JSON text, files/multi-select as string arrays; createdAt and updatedAt as epoch milliseconds, timestamp fields as ISO strings;
  * values that do not fit the field type (after a type change) as null.
  */
 export interface DataTablesService {

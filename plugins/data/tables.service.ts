@@ -63,7 +63,7 @@ export class TablesService implements DataTablesService {
   private async *stream(workspaceId: string, definitionId: string, fields: string[], extra: string, params: unknown[]): AsyncIterable<unknown[][]> {
     const [def] = await this.db.query<{ fields: Record<string, FieldDef> }>(`SELECT fields FROM data_definitions WHERE workspace_id = $1 AND id = $2`, [workspaceId, definitionId]);
     if (!def) return;
-    const cols = ['r.id::text', 'r.created_at', 'r.updated_at', ...fields.map((h) => projection(h, def.fields[h]))];
+    const cols = ['r.id::text', 'extract(epoch FROM r.created_at)::float8 * 1000', 'extract(epoch FROM r.updated_at)::float8 * 1000', ...fields.map((h) => projection(h, def.fields[h]))];
     const client = await this.db.pool.connect();
     let open = false;
     try {
@@ -74,11 +74,20 @@ export class TablesService implements DataTablesService {
          WHERE r.workspace_id = $1 AND r.definition_id = $2 AND r.deleted_at IS NULL ${extra}`,
         [workspaceId, definitionId, ...params],
       );
+      // The next batch is fetched while the consumer works on the current one.
+      const fetch = () => {
+        const p = client.query({ text: `FETCH ${BATCH} FROM data_scan`, rowMode: 'array' });
+        p.catch(() => undefined); // awaited below; avoids an unhandled rejection if the consumer stops early
+        return p;
+      };
+      let next = fetch();
       for (;;) {
-        const res = await client.query({ text: `FETCH ${BATCH} FROM data_scan`, rowMode: 'array' });
+        const res = await next;
         if (res.rows.length === 0) break;
+        const more = res.rows.length === BATCH;
+        if (more) next = fetch();
         yield res.rows as unknown[][];
-        if (res.rows.length < BATCH) break;
+        if (!more) break;
       }
       await client.query('COMMIT');
       open = false;

@@ -28,7 +28,8 @@ export interface DatasetColumn {
 /**
  * One table the host makes visible to a run. Values in `load()` rows follow `columns`:
  * VARCHAR/JSON string, DOUBLE number, BIGINT number|bigint, BOOLEAN boolean, DATE 'YYYY-MM-DD'
- * string, TIMESTAMP Date or ISO string, VARCHAR[] string[]; null anywhere.
+ * string, Date or epoch-ms number, TIMESTAMP Date, ISO string or epoch-ms number (UTC),
+ * VARCHAR[] string[]; null anywhere.
  */
 export interface Dataset {
   /** Stable id of the dataset within its scope (e.g. the data definition id). */

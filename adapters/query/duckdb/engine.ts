@@ -20,9 +20,12 @@ import {
   DuckDBConnection,
   DuckDBDataChunkWriter,
   DuckDBInstance,
-  JSToDuckDBValueConverter,
   StatementType,
+  dateValue,
+  listValue,
+  timestampValue,
   type DuckDBType,
+  type DuckDBValue,
 } from '@duckdb/node-api';
 import {
   InvalidSql,
@@ -94,17 +97,21 @@ export function mapError(err: unknown): Error {
   return new QueryFailed(first);
 }
 
-function toDate(v: unknown): Date | null {
-  if (v === null || v === undefined) return null;
-  if (v instanceof Date) return v;
+const DAY_MS = 86_400_000;
+
+/** Epoch milliseconds of a Date, an epoch-ms number or a date/time string; null when invalid. */
+function epochMs(v: unknown): number | null {
+  if (typeof v === 'number') return Number.isFinite(v) ? v : null;
+  if (v instanceof Date) return Number.isNaN(v.getTime()) ? null : v.getTime();
   if (typeof v === 'string') {
-    const d = new Date(/^\d{4}-\d{2}-\d{2}$/.test(v) ? `${v}T00:00:00Z` : v);
-    return Number.isNaN(d.getTime()) ? null : d;
+    const t = Date.parse(/^\d{4}-\d{2}-\d{2}$/.test(v) ? `${v}T00:00:00Z` : v);
+    return Number.isNaN(t) ? null : t;
   }
   return null;
 }
 
-function toInput(v: unknown, type: DatasetColumn['type']): unknown {
+/** A dataset value as a DuckDBValue of the column type (null when it does not fit). */
+function toInput(v: unknown, type: DatasetColumn['type']): DuckDBValue {
   if (v === null || v === undefined) return null;
   switch (type) {
     case 'VARCHAR':
@@ -116,11 +123,16 @@ function toInput(v: unknown, type: DatasetColumn['type']): unknown {
       return typeof v === 'bigint' ? v : typeof v === 'number' && Number.isFinite(v) ? BigInt(Math.trunc(v)) : null;
     case 'BOOLEAN':
       return typeof v === 'boolean' ? v : null;
-    case 'DATE':
-    case 'TIMESTAMP':
-      return toDate(v);
+    case 'DATE': {
+      const ms = epochMs(v);
+      return ms === null ? null : dateValue(Math.floor(ms / DAY_MS));
+    }
+    case 'TIMESTAMP': {
+      const ms = epochMs(v);
+      return ms === null ? null : timestampValue(BigInt(Math.round(ms * 1000)));
+    }
     case 'VARCHAR[]':
-      return Array.isArray(v) ? v.map((x) => (x === null ? null : String(x))) : null;
+      return Array.isArray(v) ? listValue(v.map((x) => (x === null ? null : String(x)))) : null;
   }
 }
 
@@ -234,10 +246,15 @@ export class DuckDbEngine implements QueryEngine {
   private async appendRows(conn: DuckDBConnection, table: string, columns: DatasetColumn[], batches: AsyncIterable<unknown[][]>): Promise<void> {
     const appender = await conn.createAppender(table);
     try {
-      const writer = DuckDBDataChunkWriter.forAppender(appender, { converter: JSToDuckDBValueConverter });
+      const writer = DuckDBDataChunkWriter.forAppender(appender);
       const types = columns.map((c) => c.type);
+      const n = types.length;
+      const out: DuckDBValue[] = new Array(n);
       for await (const batch of batches) {
-        for (const row of batch) writer.appendRow(types.map((t, i) => toInput(row[i], t)) as never);
+        for (const row of batch) {
+          for (let i = 0; i < n; i++) out[i] = toInput(row[i], types[i]);
+          writer.appendRow(out);
+        }
       }
       writer.flush();
       appender.flushSync();
