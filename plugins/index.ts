@@ -2,6 +2,7 @@
  * The built-in plugins, in declaration order. Operators choose among them with TRELLIS_PLUGINS.
  */
 import type { AnyPlugin } from '../core/registry/index.ts';
+import agentAuth from './agent-auth/index.ts';
 import automations from './automations/index.ts';
 import channels from './channels/index.ts';
 import data from './data/index.ts';
@@ -13,4 +14,4 @@ import sqlQuery from './sql-query/index.ts';
 import workspaces from './workspaces/index.ts';
 import workflows from './workflows/index.ts';
 
-export const plugins: AnyPlugin[] = [workspaces, openapi, channels, query, data, files, automations, explorer, sqlQuery, workflows];
+export const plugins: AnyPlugin[] = [workspaces, agentAuth, openapi, channels, query, data, files, automations, explorer, sqlQuery, workflows];

@@ -28,6 +28,10 @@ export const paramFactories: Record<string, ParamFactory> = {
     const res = await app.inject({ method: 'POST', url: `/api/v1/workspaces/${ws.handle}/api-keys`, headers: ws.user.headers(ws.handle), payload: { name: 'fixture' } });
     return res.json().apiKey.id;
   },
+  async userCode({ app, ws }) {
+    const res = await app.inject({ method: 'POST', url: '/api/v1/agent/auth/requests', payload: { agentName: 'fixture agent', workspaceHandle: ws.handle } });
+    return res.json().userCode;
+  },
   async invitationId({ app, ws }) {
     const res = await app.inject({ method: 'POST', url: `/api/v1/workspaces/${ws.handle}/invitations`, headers: ws.user.headers(ws.handle), payload: { email: 'fixture@example.test' } });
     return res.json().invitation.id;
