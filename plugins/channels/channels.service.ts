@@ -50,7 +50,7 @@ export interface DeliveryConfig {
 
 type Row = Record<string, unknown>;
 type Queryable = Pick<pg.PoolClient, 'query'>;
-const iso = (d: unknown): string | null => (d == null ? null : (d as Date).toISOString());
+const iso = (d: unknown): string | null => (d == null ? null : d instanceof Date ? d.toISOString() : new Date(d as string).toISOString());
 
 function channelView(r: Row): ChannelView {
   return {
@@ -523,7 +523,8 @@ export class ChannelsService {
       throw new InvalidSignature(`The request was refused: ${result.reason}.`);
     }
     const window = adapter.replayWindowSeconds ?? 600;
-    const out = await this.#db.transaction(async (c) => {
+    const fast = await this.#inboundFast(row, result, window);
+    const out = fast ?? await this.#db.transaction(async (c) => {
       if (result.replayKey) {
         // A key already stored and not yet expired is a replay; an expired one is taken over.
         const { rows } = await c.query(
@@ -540,6 +541,57 @@ export class ChannelsService {
     for (const m of out.created) this.#afterCreate(row.workspace_id as string, m, false);
     if (result.reply) return { status: result.reply.status ?? 200, contentType: result.reply.contentType, body: result.reply.body };
     return { status: 200, body: { received: out.created.length, duplicates: out.duplicates } };
+  }
+
+  /**
+   * The common inbound case in one statement (one round trip, atomic without BEGIN/COMMIT): one
+   * message, no references, no status updates, its thread (if any) already known. Stores the
+   * replay key and the message together; returns null when the general path is needed (nothing
+   * was written then).
+   */
+  async #inboundFast(channel: Row, result: { replayKey?: string; messages?: InboundMessage[]; statusUpdates?: StatusUpdate[] }, window: number): Promise<{ created: MessageView[]; duplicates: number } | null> {
+    const m = result.messages?.length === 1 ? result.messages[0] : undefined;
+    if (!m || result.statusUpdates?.length || m.references?.length) return null;
+    const rows = await this.#db.query<{ thread_ok: boolean; fresh: number; message: Row | null }>(
+      `WITH th AS (
+         SELECT id FROM channels_threads WHERE channel_id = $1 AND $12::text IS NOT NULL AND external_id = $12
+       ), ok AS (
+         SELECT ($12::text IS NULL OR EXISTS (SELECT 1 FROM th)) AS v
+       ), rk AS (
+         INSERT INTO channels_replay_keys (channel_id, key, expires_at)
+         SELECT $1, $13, now() + make_interval(secs => $14::double precision) WHERE $13::text IS NOT NULL AND (SELECT v FROM ok)
+         ON CONFLICT (channel_id, key) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE channels_replay_keys.expires_at < now()
+         RETURNING 1
+       ), ins AS (
+         INSERT INTO channels_messages (id, workspace_id, channel_id, thread_id, external_id, direction, status, kind, text, raw, author, metadata, attachments, created_at, updated_at)
+         SELECT $2, $3, $1, (SELECT id FROM th), $4, $5, 'received', $6, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11::jsonb, $15, $15
+         WHERE (SELECT v FROM ok) AND ($13::text IS NULL OR EXISTS (SELECT 1 FROM rk))
+         ON CONFLICT (channel_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
+         RETURNING *
+       )
+       SELECT (SELECT v FROM ok) AS thread_ok, (SELECT count(*) FROM rk)::int AS fresh, (SELECT row_to_json(ins) FROM ins) AS message`,
+      [
+        channel.id,
+        uuidv7(),
+        channel.workspace_id,
+        m.externalId,
+        m.direction ?? 'inbound',
+        m.kind ?? 'text',
+        m.text,
+        JSON.stringify(m.raw ?? null),
+        JSON.stringify(m.author),
+        json(m.metadata ?? null),
+        JSON.stringify(m.attachments ?? []),
+        m.thread?.externalId ?? null,
+        result.replayKey ?? null,
+        window,
+        new Date(),
+      ],
+    );
+    const r = rows[0];
+    if (!r.thread_ok) return null;
+    if (result.replayKey && r.fresh === 0) throw new InvalidSignature('The request was refused: replayed signature.');
+    return r.message ? { created: [messageView(r.message)], duplicates: 0 } : { created: [], duplicates: 1 };
   }
 
   /** Ingest outside a request (cron, polling adapters). */
