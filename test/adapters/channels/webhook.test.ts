@@ -103,6 +103,26 @@ t.test('webhook specifics', async (t) => {
     t.equal(notJson.json().code, 'invalid_request');
   });
 
+  t.test('concurrent redeliveries into a new thread: one thread, one message; replay of a thread-creating request is refused', async (t) => {
+    const ch = await h.createChannel();
+    const body = JSON.stringify({ id: 'race-1', text: 'race', thread: { id: 'race-thread', title: 'Race' } });
+    const now = Math.floor(Date.now() / 1000);
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => h.post(ch.id, { headers: { ...signStandardWebhook(SECRET, `race-${i}`, now, body), 'content-type': 'application/json' }, payload: body })),
+    );
+    t.same(results.map((r) => r.statusCode), Array(10).fill(200));
+    t.equal(results.reduce((n, r) => n + r.json().received, 0), 1, 'exactly one stored');
+    const threads = (await h.app.inject({ method: 'GET', url: `/api/v1/channels/${ch.id}/threads`, headers: h.ws.auth })).json();
+    t.equal(threads.length, 1);
+    t.equal((await h.allMessages(ch.id)).length, 1);
+
+    const fresh = JSON.stringify({ id: 'replay-new-thread', text: 'x', thread: { id: 'another-thread' } });
+    const req = { headers: { ...signStandardWebhook(SECRET, 'rn-1', now, fresh), 'content-type': 'application/json' }, payload: fresh };
+    t.equal((await h.post(ch.id, req)).statusCode, 200);
+    t.equal((await h.post(ch.id, req)).statusCode, 401, 'replayed');
+    t.equal((await h.allMessages(ch.id)).length, 2);
+  });
+
   t.test('a blocked target URL fails at once (SSRF guard), without retries', async (t) => {
     const strict = await contractHarness({ ...subject, env: { TRELLIS_OUTBOUND_ALLOW: '' } });
     t.teardown(() => strict.app.close());
