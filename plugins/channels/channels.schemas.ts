@@ -153,3 +153,16 @@ export const ListMessagesQuery = Type.Object(
   { limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'At most this many of the latest messages (default 200), oldest first.' })) },
   { additionalProperties: false },
 );
+
+/** The service-level `postMessage` input (api.ts `PostMessageInput`), checked like the route body. */
+export const PostMessageInputSchema = Type.Object(
+  {
+    text: Nullable(Type.String()),
+    threadId: Type.Optional(Nullable(Type.String())),
+    direction: Type.Optional(DirectionSchema),
+    kind: Type.Optional(MessageKindSchema),
+    author: Type.Optional(Author),
+    metadata: Type.Optional(Nullable(JsonObject)),
+  },
+  { additionalProperties: false },
+);

@@ -14,6 +14,7 @@ import type { Jobs } from '../../core/jobs/index.ts';
 import type { SecretBox } from '../../core/crypto/index.ts';
 import { uuidv7 } from '../../core/crypto/index.ts';
 import { Conflict, DecodeError, InvalidRequest, NotFound, defineError, decodeIssuesFromAjv, type AjvLikeError } from '../../core/errors/index.ts';
+import { PostMessageInputSchema } from './channels.schemas.ts';
 import {
   DeliveryError,
   type AdapterChannel,
@@ -148,6 +149,7 @@ export class ChannelsService {
   readonly #delivery: DeliveryConfig;
   readonly #adapters = new Map<string, ChannelAdapter<Record<string, unknown>>>();
   readonly #validators = new Map<string, ValidateFunction>();
+  readonly #postMessageInput: ValidateFunction;
 
   constructor(deps: { db: Database; secrets: SecretBox; events: EventBus; jobs: Jobs; log: FastifyBaseLogger; baseUrl: string; delivery: DeliveryConfig; adapters: readonly ChannelAdapter<never>[] }) {
     this.#db = deps.db;
@@ -160,6 +162,7 @@ export class ChannelsService {
     const ajv = new Ajv({ allErrors: true, strict: false, useDefaults: true, coerceTypes: false });
     const addFormats = ((ajvFormats as unknown as { default: { default?: unknown } }).default.default ?? (ajvFormats as unknown as { default: unknown }).default) as (a: Ajv) => void;
     addFormats(ajv);
+    this.#postMessageInput = ajv.compile(PostMessageInputSchema as object);
     for (const a of deps.adapters as unknown as ChannelAdapter<Record<string, unknown>>[]) {
       if (this.#adapters.has(a.id)) throw new Error(`Two channel adapters named '${a.id}'`);
       this.#adapters.set(a.id, a);
@@ -486,8 +489,12 @@ export class ChannelsService {
     }
   }
 
-  /** The service other plugins use (ChannelsService in api.ts). */
+  /** The service other plugins use (ChannelsService in api.ts); input is checked like the route's body. */
   async postMessage(workspaceId: string, channelId: string, input: { text: string | null; threadId?: string | null; direction?: MessageDirection; kind?: MessageKind; author?: MessageAuthor; metadata?: Record<string, unknown> | null }) {
+    if (!this.#postMessageInput(input)) {
+      const issues = decodeIssuesFromAjv((this.#postMessageInput.errors ?? []) as AjvLikeError[]);
+      throw new InvalidRequest(`Invalid message: ${issues.map((i) => `${i.path.join('.') || '(root)'} ${i.message}`).join('; ')}`);
+    }
     const { message } = await this.createMessage(workspaceId, channelId, input.threadId ?? null, {
       direction: input.direction ?? 'outbound',
       author: input.author ?? { role: 'system' },

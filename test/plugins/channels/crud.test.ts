@@ -289,4 +289,9 @@ t.test('the channels.message.created event carries {channelId, threadId, message
   const otherWs = probe.events.find((x) => x.workspaceId !== e.workspaceId);
   t.notOk(otherWs, 'only this workspace published so far');
   await t.rejects(probe.service!.postMessage('00000000-0000-7000-8000-000000000000', c.id, { text: 'x' }), { code: 'not_found' }, 'another workspace id: not found');
+  await t.rejects(probe.service!.postMessage(e.workspaceId, c.id, { text: 'x', kind: 'shout' as never }), { code: 'invalid_request' }, 'bad kind');
+  await t.rejects(probe.service!.postMessage(e.workspaceId, c.id, { text: 'x', author: { role: 'robot' } as never }), { code: 'invalid_request' }, 'bad author');
+  await t.rejects(probe.service!.postMessage(e.workspaceId, c.id, { text: 5 } as never), { code: 'invalid_request' }, 'bad text');
+  const inThread = await probe.service!.postMessage(e.workspaceId, c.id, { text: 'in thread', threadId: thread.id, direction: 'internal', kind: 'comment', author: { role: 'agent', name: 'Bot' }, metadata: { a: 1 } });
+  t.match(inThread, { threadId: thread.id, status: 'received' });
 });
