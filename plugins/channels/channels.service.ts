@@ -402,7 +402,8 @@ export class ChannelsService {
         if (!ok) throw new InvalidRequest('parentMessageId does not name a message of this channel.', { field: 'parentMessageId' });
       }
       const direction = input.direction;
-      const deliverable = direction === 'outbound' && !!adapter?.outbound;
+      // An adapter that is not loaded (switched off): queue anyway, the attempt fails with that reason (never 'sent' by mistake).
+      const deliverable = direction === 'outbound' && (!adapter || !!adapter.outbound);
       let status: MessageStatus = input.status ?? (direction === 'outbound' ? (deliverable ? 'pending' : 'sent') : 'received');
       if (!deliverable && status === 'pending' && direction === 'outbound' && input.status === undefined) status = 'sent';
       const queue = deliverable && status === 'pending';
