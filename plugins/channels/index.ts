@@ -21,6 +21,7 @@ export default definePlugin({
     deliveryMaxAttempts: Type.Integer({ minimum: 1, default: 6, description: 'Delivery attempts of an outbound message before it is failed' }),
     deliveryBackoffMs: Type.Integer({ minimum: 1, default: 5000, description: 'First retry delay; doubles on every attempt' }),
     deliveryMaxBackoffMs: Type.Integer({ minimum: 1, default: 600_000 }),
+    deliveryConcurrency: Type.Integer({ minimum: 1, maximum: 64, default: 4, description: 'Deliveries in flight at once on this node' }),
     inboundBodyLimit: Type.Integer({ minimum: 1024, default: 10 * 1024 * 1024, description: 'Largest inbound webhook body (bytes)' }),
     sweepCron: Type.String({ default: '* * * * *', description: 'How often messages left pending by a crash are re-queued' }),
   }),
@@ -52,7 +53,10 @@ export default definePlugin({
         await ctx.jobs.work(SWEEP_QUEUE, async () => service.sweep());
         await ctx.jobs.schedule(SWEEP_QUEUE, ctx.config.sweepCron, {}, { key: 'all' });
       }
-      if (adapters.some((a) => a.outbound)) await ctx.jobs.work<{ messageId: string }>(DELIVER_QUEUE, async (data) => service.deliver(data.messageId));
+      if (adapters.some((a) => a.outbound)) {
+        // Several workers: one slow platform must not hold every other channel's deliveries.
+        for (let i = 0; i < ctx.config.deliveryConcurrency; i++) await ctx.jobs.work<{ messageId: string }>(DELIVER_QUEUE, async (data) => service.deliver(data.messageId));
+      }
       const runtime = { ingest: service.ingest.bind(service), channel: service.loadAdapterChannel.bind(service) };
       for (const a of adapters) await a.start?.(runtime);
     });

@@ -123,6 +123,29 @@ t.test('webhook specifics', async (t) => {
     t.equal((await h.allMessages(ch.id)).length, 2);
   });
 
+  t.test('a slow platform does not hold other channels\' deliveries', async (t) => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const http = await import('node:http');
+    const slow = http.createServer((_req, res) => void gate.then(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{}')));
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    t.teardown(() => new Promise<void>((r) => { slow.closeAllConnections(); slow.close(() => r()); }));
+    const slowCh = await h.createChannel({ ...subject.config, targetUrl: `http://127.0.0.1:${(slow.address() as { port: number }).port}/slow` });
+    const fastCh = await h.createChannel();
+    const send = async (id: string) => (await h.app.inject({ method: 'POST', url: `/api/v1/channels/${id}/messages`, headers: h.ws.auth, payload: { direction: 'outbound', author: { role: 'agent' }, text: 'x' } })).json();
+    const s1 = await send(slowCh.id);
+    await until('the slow delivery in flight', async () => ((await h.app.trellis.db.query<{ l: Date | null }>('SELECT delivery_lease AS l FROM channels_messages WHERE id = $1', [s1.id]))[0].l ? true : undefined));
+    const f1 = await send(fastCh.id);
+    const done = await until('the other channel delivered', async () => {
+      const m = (await h.messages(fastCh.id)).find((x) => x.id === f1.id);
+      return m?.status === 'delivered' && m;
+    });
+    t.ok(done, 'delivered while the slow platform still holds its request');
+    t.equal((await h.messages(slowCh.id)).find((x) => x.id === s1.id)!.status, 'pending');
+    release();
+    await until('the slow one delivered', async () => (await h.messages(slowCh.id)).find((x) => x.id === s1.id)?.status === 'delivered');
+  });
+
   t.test('a blocked target URL fails at once (SSRF guard), without retries', async (t) => {
     const strict = await contractHarness({ ...subject, env: { TRELLIS_OUTBOUND_ALLOW: '' } });
     t.teardown(() => strict.app.close());
