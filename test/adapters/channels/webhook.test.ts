@@ -146,6 +146,33 @@ t.test('webhook specifics', async (t) => {
     await until('the slow one delivered', async () => (await h.messages(slowCh.id)).find((x) => x.id === s1.id)?.status === 'delivered');
   });
 
+  t.test('a delivery left pending by a crash (never queued) is re-queued by the sweeper and delivered once', async (t) => {
+    const ch = await h.createChannel();
+    const [{ id: wsId }] = await h.app.trellis.db.query<{ id: string }>('SELECT workspace_id AS id FROM channels_channels WHERE id = $1', [ch.id]);
+    // The state a crash between commit and queueing leaves: pending, due two minutes ago, no job.
+    const [{ id }] = await h.app.trellis.db.query<{ id: string }>(
+      `INSERT INTO channels_messages (id, workspace_id, channel_id, direction, status, kind, text, author, delivery, delivery_next_at)
+       VALUES (gen_random_uuid(), $1, $2, 'outbound', 'pending', 'text', 'orphaned', '{"role":"agent"}', '{"attempts":0,"error":null}', now() - interval '2 minutes') RETURNING id`,
+      [wsId, ch.id],
+    );
+    const { PgBoss } = await import('pg-boss');
+    const boss = new PgBoss({ connectionString: h.app.databaseUrl, schema: 'pgboss', supervise: false, schedule: false, migrate: false });
+    await boss.start();
+    t.teardown(() => boss.stop({ graceful: false, close: true }));
+    await boss.send('channels.deliver-sweep', {}); // what the every-minute schedule enqueues
+    await boss.send('channels.deliver-sweep', {}); // twice: still one delivery
+    const m = await until('the orphan delivered', async () => {
+      const x = (await h.messages(ch.id)).find((y) => y.id === id);
+      return x?.status === 'delivered' && x;
+    });
+    t.equal(m.externalId, `rcv-${id}`);
+    await until('both sweeps and every delivery job settled', async () => {
+      const [{ n }] = await h.app.trellis.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pgboss.job WHERE name IN ('channels.deliver-sweep', 'channels.deliver') AND state IN ('created', 'retry', 'active')`);
+      return n === 0;
+    });
+    t.equal(peer.requests.filter((r) => JSON.parse(r.body.toString()).id === id).length, 1, 'sent once');
+  });
+
   t.test('a blocked target URL fails at once (SSRF guard), without retries', async (t) => {
     const strict = await contractHarness({ ...subject, env: { TRELLIS_OUTBOUND_ALLOW: '' } });
     t.teardown(() => strict.app.close());
