@@ -150,6 +150,8 @@ export class ChannelsService {
   readonly #adapters = new Map<string, ChannelAdapter<Record<string, unknown>>>();
   readonly #validators = new Map<string, ValidateFunction>();
   readonly #postMessageInput: ValidateFunction;
+  /** Loaded adapters without outbound delivery: outbound messages on their channels are recorded as sent. */
+  readonly #recordOnly: string[];
 
   constructor(deps: { db: Database; secrets: SecretBox; events: EventBus; jobs: Jobs; log: FastifyBaseLogger; baseUrl: string; delivery: DeliveryConfig; adapters: readonly ChannelAdapter<never>[] }) {
     this.#db = deps.db;
@@ -168,6 +170,7 @@ export class ChannelsService {
       this.#adapters.set(a.id, a);
       if (a.config) this.#validators.set(a.id, ajv.compile(a.config as object));
     }
+    this.#recordOnly = [...this.#adapters.values()].filter((a) => !a.outbound).map((a) => a.id);
   }
 
   adapters(): ChannelAdapter<Record<string, unknown>>[] {
@@ -387,53 +390,70 @@ export class ChannelsService {
    * stored in this channel returns the stored message with `created: false` (idempotent retry).
    */
   async createMessage(workspaceId: string, channelId: string, threadId: string | null, input: CreateMessageInput): Promise<{ message: MessageView; created: boolean }> {
-    // No explicit transaction: the checks are reads and the insert is one statement (a channel
-    // deleted in between fails the insert's foreign key, answered as 404).
-    const c = this.#db.pool;
-    const result = await (async () => {
-      const channel = await this.#channelRow(c, workspaceId, channelId, 'plain');
-      if (threadId && !isUuid(threadId)) throw new NotFound('Thread was not found.');
-      if (threadId && (await c.query(`SELECT 1 FROM channels_threads WHERE id = $1 AND channel_id = $2 AND workspace_id = $3`, [threadId, channelId, workspaceId])).rows.length === 0) {
-        throw new NotFound('Thread was not found.');
-      }
-      const adapter = this.#adapterFor(channel);
-      if (input.parentMessageId != null) {
-        const ok = isUuid(input.parentMessageId) && (await c.query(`SELECT 1 FROM channels_messages WHERE id = $1 AND channel_id = $2`, [input.parentMessageId, channelId])).rows.length > 0;
-        if (!ok) throw new InvalidRequest('parentMessageId does not name a message of this channel.', { field: 'parentMessageId' });
-      }
-      const direction = input.direction;
-      // An adapter that is not loaded (switched off): queue anyway, the attempt fails with that reason (never 'sent' by mistake).
-      const deliverable = direction === 'outbound' && (!adapter || !!adapter.outbound);
-      let status: MessageStatus = input.status ?? (direction === 'outbound' ? (deliverable ? 'pending' : 'sent') : 'received');
-      if (!deliverable && status === 'pending' && direction === 'outbound' && input.status === undefined) status = 'sent';
-      const queue = deliverable && status === 'pending';
-      const inserted = await this.#insertMessage(c, {
-        workspaceId,
-        channelId,
-        threadId,
-        parentMessageId: input.parentMessageId ?? null,
-        externalId: input.externalId ?? null,
-        direction,
-        status,
-        kind: input.kind ?? 'text',
-        text: input.text ?? null,
-        raw: input.raw ?? null,
-        author: input.author,
-        metadata: input.metadata ?? null,
-        attachments: input.attachments ?? [],
-        delivery: queue ? { attempts: 0, error: null } : null,
+    if (!isUuid(channelId)) throw new NotFound('Channel was not found.');
+    if (threadId !== null && !isUuid(threadId)) throw new NotFound('Thread was not found.');
+    const parent = input.parentMessageId ?? null;
+    if (parent !== null && !isUuid(parent)) throw new InvalidRequest('parentMessageId does not name a message of this channel.', { field: 'parentMessageId' });
+    // One statement (one round trip) for the common case: the channel (tenant-scoped), thread and
+    // parent checks, the status from the channel's adapter, and the insert. An outbound message
+    // is queued unless the adapter is loaded and does not deliver (`api`, `cron`): an adapter that
+    // is not loaded is queued too and fails with that reason, never recorded as sent by mistake.
+    const now = new Date();
+    const { rows } = await this.#db.pool
+      .query(
+        `WITH ch AS (
+           SELECT id, adapter = ANY($15::text[]) AS recorded FROM channels_channels WHERE id = $3 AND workspace_id = $2
+         ), st AS (
+           SELECT COALESCE($8::text, CASE WHEN $7::text = 'outbound' THEN CASE WHEN ch.recorded THEN 'sent' ELSE 'pending' END ELSE 'received' END) AS status,
+                  $7::text = 'outbound' AND NOT ch.recorded AS deliverable
+           FROM ch
+         )
+         INSERT INTO channels_messages (id, workspace_id, channel_id, thread_id, parent_message_id, external_id, direction, status, kind, text, raw, author, metadata, attachments, delivery, delivery_next_at, created_at, updated_at)
+         SELECT $1, $2, ch.id, $4::uuid, $5::uuid, $6, $7, st.status, $9, $10, $11::jsonb, $12::jsonb, $13::jsonb, $14::jsonb,
+                CASE WHEN st.deliverable AND st.status = 'pending' THEN '{"attempts":0,"error":null}'::jsonb END,
+                CASE WHEN st.deliverable AND st.status = 'pending' THEN $16::timestamptz END, $16, $16
+         FROM ch, st
+         WHERE ($4::uuid IS NULL OR EXISTS (SELECT 1 FROM channels_threads WHERE id = $4::uuid AND channel_id = $3 AND workspace_id = $2))
+           AND ($5::uuid IS NULL OR EXISTS (SELECT 1 FROM channels_messages WHERE id = $5::uuid AND channel_id = $3))
+         ON CONFLICT (channel_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
+         RETURNING *`,
+        [
+          uuidv7(),
+          workspaceId,
+          channelId,
+          threadId,
+          parent,
+          input.externalId ?? null,
+          input.direction,
+          input.status ?? null,
+          input.kind ?? 'text',
+          input.text ?? null,
+          JSON.stringify(input.raw ?? null),
+          JSON.stringify(input.author),
+          json(input.metadata ?? null),
+          JSON.stringify(input.attachments ?? []),
+          this.#recordOnly,
+          now,
+        ],
+      )
+      .catch((err: unknown) => {
+        if ((err as { code?: string }).code === '23503') throw new NotFound('Channel was not found.'); // deleted meanwhile
+        throw err;
       });
-      if (!inserted) {
-        const { rows } = await c.query(`SELECT * FROM channels_messages WHERE channel_id = $1 AND external_id = $2`, [channelId, input.externalId]);
-        return { message: messageView(rows[0]), created: false, queue: false };
-      }
-      return { message: messageView(inserted), created: true, queue };
-    })().catch((err: unknown) => {
-      if ((err as { code?: string }).code === '23503') throw new NotFound('Channel was not found.');
-      throw err;
-    });
-    if (result.created) this.#afterCreate(workspaceId, result.message, result.queue);
-    return { message: result.message, created: result.created };
+    if (rows[0]) {
+      const message = messageView(rows[0]);
+      this.#afterCreate(workspaceId, message, rows[0].delivery != null);
+      return { message, created: true };
+    }
+    // Nothing inserted: say why (the rare path).
+    await this.#channelRow(this.#db.pool, workspaceId, channelId, 'plain');
+    if (threadId !== null) await this.#threadRow(this.#db.pool, workspaceId, channelId, threadId);
+    if (parent !== null && (await this.#db.query(`SELECT 1 FROM channels_messages WHERE id = $1 AND channel_id = $2`, [parent, channelId])).length === 0) {
+      throw new InvalidRequest('parentMessageId does not name a message of this channel.', { field: 'parentMessageId' });
+    }
+    const existing = await this.#db.query(`SELECT * FROM channels_messages WHERE channel_id = $1 AND external_id = $2`, [channelId, input.externalId ?? null]);
+    if (!existing[0]) throw new NotFound('Channel was not found.');
+    return { message: messageView(existing[0]), created: false };
   }
 
   async #insertMessage(
