@@ -7,6 +7,7 @@ import automations from './automations/index.ts';
 import channels from './channels/index.ts';
 import data from './data/index.ts';
 import explorer from './explorer/index.ts';
+import fileQuery from './file-query/index.ts';
 import files from './files/index.ts';
 import openapi from './openapi/index.ts';
 import query from './query/index.ts';
@@ -14,4 +15,4 @@ import sqlQuery from './sql-query/index.ts';
 import workspaces from './workspaces/index.ts';
 import workflows from './workflows/index.ts';
 
-export const plugins: AnyPlugin[] = [workspaces, agentAuth, openapi, channels, query, data, files, automations, explorer, sqlQuery, workflows];
+export const plugins: AnyPlugin[] = [workspaces, agentAuth, openapi, channels, query, data, files, automations, explorer, sqlQuery, workflows, fileQuery];

@@ -7,6 +7,23 @@ import { createExtensionPoint, createServiceRef } from '../../core/registry/inde
 export interface FilesService {
   /** Which of `ids` are files of this workspace that are not deleted. */
   existing(workspaceId: string, ids: string[]): Promise<Set<string>>;
+  /**
+   * A file on this machine holding the bytes of one of the workspace's uploaded files (by id or
+   * by `path`) or of an object under the workspace's storage prefix (`key`, relative to the
+   * prefix or a full key inside it), for engines that read local files. On the local backend it
+   * is the stored file itself; otherwise a temp copy, removed by `release()`.
+   * Throws `not_found` for an unknown file or object, and 400 for a key outside the workspace's
+   * prefix or a file that is not `uploaded`.
+   */
+  openLocal(workspaceId: string, ref: { fileId: string } | { path: string } | { key: string }): Promise<LocalCopy>;
+}
+
+export interface LocalCopy {
+  path: string;
+  /** The file name (or the key's last segment). */
+  name: string;
+  sizeBytes: number;
+  release(): Promise<void>;
 }
 
 export const filesServiceRef = createServiceRef<FilesService>({ id: 'files.files', plugin: 'files' });

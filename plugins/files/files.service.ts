@@ -22,7 +22,11 @@ import { safeEqual, uuidv7 } from '../../core/crypto/index.ts';
 import { Conflict, DecodeError, InvalidRequest, NotFound, PayloadTooLarge, defineError } from '../../core/errors/index.ts';
 import type { SecretBox } from '../../core/crypto/index.ts';
 import type { SafeFetch } from '../../core/net/index.ts';
-import { StoragePartError, workspacePrefix, type ByteRange, type PresignedRequest, type StorageBackend } from './api.ts';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { StoragePartError, workspacePrefix, type ByteRange, type LocalCopy, type PresignedRequest, type StorageBackend } from './api.ts';
 
 export const UploadForbidden = defineError('forbidden', 403, 'The upload URL is invalid or has expired.');
 export const RangeNotSatisfiable = defineError('range_not_satisfiable', 416, 'The requested range is not satisfiable.');
@@ -252,7 +256,10 @@ export class FilesService {
   /** Background work (imports, completions) so shutdown can wait for it. */
   readonly #inflight = new Set<Promise<unknown>>();
 
-  constructor(opts: { db: Database; storage: StorageBackend; config: FilesConfig; secrets: SecretBox; fetch: SafeFetch; log: FastifyBaseLogger; baseUrl: string }) {
+  readonly #tmpDir: string;
+
+  constructor(opts: { db: Database; storage: StorageBackend; config: FilesConfig; secrets: SecretBox; fetch: SafeFetch; log: FastifyBaseLogger; baseUrl: string; tmpDir: string }) {
+    this.#tmpDir = opts.tmpDir;
     this.#db = opts.db;
     this.#storage = opts.storage;
     this.#config = opts.config;
@@ -371,6 +378,60 @@ export class FilesService {
     const got = await this.#storage.get(row.storage_key!, range ?? undefined);
     if (!got) throw new Conflict('The stored content of this file is missing.');
     return { row, body: got.body, size: range ? range.end - range.start + 1 : total, total, range };
+  }
+
+  // --- local copies (file-source queries) ----------------------------------------------------
+
+  async openLocal(workspaceId: string, ref: { fileId: string } | { path: string } | { key: string }): Promise<LocalCopy> {
+    const noop = async () => {};
+    let key: string;
+    let name: string;
+    if ('key' in ref) {
+      const prefix = workspacePrefix(workspaceId);
+      const raw = ref.key.replace(/^\/+/, '');
+      key = raw.startsWith('workspaces/') ? raw : `${prefix}${raw}`;
+      const segments = key.split('/');
+      if (!key.startsWith(prefix) || segments.some((x) => x === '' || x === '.' || x === '..' || CONTROL.test(x))) {
+        throw new InvalidRequest(`The key '${ref.key}' is outside this workspace's storage (keys are relative to, or start with, '${prefix}').`);
+      }
+      name = segments[segments.length - 1];
+    } else {
+      let row: FileRow | undefined;
+      if ('fileId' in ref) row = await this.#row(workspaceId, ref.fileId);
+      else {
+        const dir = ref.path.includes('/') ? normalizeDirectory(ref.path.slice(0, ref.path.lastIndexOf('/'))) : null;
+        const p = dir ? `${dir}/${ref.path.slice(ref.path.lastIndexOf('/') + 1)}` : ref.path.replace(/^\/+/, '');
+        row = (await this.#db.query<FileRow>('SELECT * FROM files_files WHERE workspace_id = $1 AND path = $2 AND deleted_at IS NULL', [workspaceId, p]))[0];
+        if (!row) throw new NotFound(`No file at path '${ref.path}'.`);
+      }
+      row = await this.#settle(row);
+      if (row.status !== 'uploaded') throw new InvalidRequest(`The file '${row.path}' is not uploaded (status '${row.status}').`);
+      name = row.name;
+      if (row.source === 'document') {
+        await mkdir(this.#tmpDir, { recursive: true });
+        const tmp = path.join(this.#tmpDir, `doc-${randomBytes(8).toString('hex')}`);
+        await writeFile(tmp, row.content ?? '');
+        return { path: tmp, name, sizeBytes: Number(row.size_bytes), release: () => rm(tmp, { force: true }) };
+      }
+      key = row.storage_key!;
+    }
+    const direct = this.#storage.localPath?.(key);
+    if (direct) {
+      const s = await stat(direct).catch(() => null);
+      if (!s?.isFile()) throw new NotFound(`No stored object '${key}'.`);
+      return { path: direct, name, sizeBytes: s.size, release: noop };
+    }
+    const got = await this.#storage.get(key);
+    if (!got) throw new NotFound(`No stored object '${key}'.`);
+    await mkdir(this.#tmpDir, { recursive: true });
+    const tmp = path.join(this.#tmpDir, `obj-${randomBytes(8).toString('hex')}`);
+    try {
+      await pipeline(got.body, createWriteStream(tmp));
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+    return { path: tmp, name, sizeBytes: got.sizeBytes, release: () => rm(tmp, { force: true }) };
   }
 
   // --- create --------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
  * adapters (`adapters/storage/local`, `adapters/storage/s3`) provide the bytes' home.
  * Contributes `file` nodes to the explorer.
  */
+import path from 'node:path';
 import Type from 'typebox';
 import { BootError, definePlugin } from '../../core/registry/index.ts';
 import { explorerSourcesPoint } from '../explorer/api.ts';
@@ -49,8 +50,8 @@ export default definePlugin({
       );
     }
     const config = ctx.config as FilesConfig;
-    const service = new FilesService({ db: ctx.db, storage, config, secrets: ctx.secrets, fetch: ctx.net.fetch, log: ctx.logger, baseUrl: ctx.core.baseUrl });
-    ctx.provide(filesServiceRef, { existing: (workspaceId, ids) => service.existing(workspaceId, ids) });
+    const service = new FilesService({ db: ctx.db, storage, config, secrets: ctx.secrets, fetch: ctx.net.fetch, log: ctx.logger, baseUrl: ctx.core.baseUrl, tmpDir: path.join(ctx.core.dataDir, 'tmp', 'files') });
+    ctx.provide(filesServiceRef, { existing: (workspaceId, ids) => service.existing(workspaceId, ids), openLocal: (workspaceId, ref) => service.openLocal(workspaceId, ref) });
     ctx.extend(explorerSourcesPoint, {
       kind: 'file',
       async list(workspaceId) {
