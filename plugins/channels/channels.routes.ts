@@ -13,6 +13,7 @@ import {
   Thread,
   ThreadParams,
   UpdateChannelBody,
+  UpdateThreadBody,
 } from './channels.schemas.ts';
 import type { ChannelsService } from './channels.service.ts';
 
@@ -113,6 +114,22 @@ export function channelsRoutes(app: App, service: ChannelsService, inboundBodyLi
     '/channels/:channelId/threads/:threadId',
     { config: { permission: 'channels.read' }, schema: { tags, summary: 'One thread', params: ThreadParams, response: { 200: Thread } } },
     async (request) => service.getThread(ws(request), request.params.channelId, request.params.threadId),
+  );
+
+  app.patch(
+    '/channels/:channelId/threads/:threadId',
+    {
+      config: { permission: 'channels.write' },
+      schema: {
+        tags,
+        summary: 'Update a thread: title, status, externalId, metadata (Trellis extension)',
+        description: 'Status moves freely between open, closed and archived; closing sets `closedAt`, reopening clears it, archiving keeps it. An `externalId` used by another thread of the channel answers 409.',
+        params: ThreadParams,
+        body: UpdateThreadBody,
+        response: { 200: Thread },
+      },
+    },
+    async (request) => service.updateThread(ws(request), request.params.channelId, request.params.threadId, request.body as never),
   );
 
   app.get(

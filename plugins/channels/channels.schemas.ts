@@ -122,6 +122,16 @@ export const CreateThreadBody = Type.Object(
   { additionalProperties: false },
 );
 
+export const UpdateThreadBody = Type.Object(
+  {
+    title: Type.Optional(Nullable(Type.String())),
+    status: Type.Optional(ThreadStatusSchema),
+    externalId: Type.Optional(Nullable(Type.String())),
+    metadata: Type.Optional(Nullable(JsonObject)),
+  },
+  { additionalProperties: false },
+);
+
 export const CreateMessageBody = Type.Object(
   {
     direction: DirectionSchema,

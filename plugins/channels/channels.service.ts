@@ -368,6 +368,34 @@ export class ChannelsService {
     return rows[0];
   }
 
+  /** Trellis extension: title, status (closing sets closedAt, reopening clears it), externalId, metadata. */
+  async updateThread(workspaceId: string, channelId: string, threadId: string, patch: { title?: string | null; status?: ThreadStatus; externalId?: string | null; metadata?: Record<string, unknown> | null }): Promise<ThreadView> {
+    const row = await this.#threadRow(this.#db.pool, workspaceId, channelId, threadId);
+    const has = (k: string) => Object.prototype.hasOwnProperty.call(patch, k);
+    const status = patch.status ?? (row.status as ThreadStatus);
+    const closedAt = status === 'closed' ? ((row.status === 'closed' ? row.closed_at : null) ?? new Date()) : status === 'archived' ? (row.closed_at ?? null) : null;
+    try {
+      await this.#db.query(
+        `UPDATE channels_threads SET title = $4, status = $5, external_id = $6, metadata = $7::jsonb, closed_at = $8, updated_at = $9 WHERE id = $1 AND channel_id = $2 AND workspace_id = $3`,
+        [
+          threadId,
+          channelId,
+          workspaceId,
+          has('title') ? (patch.title ?? null) : row.title,
+          status,
+          has('externalId') ? (patch.externalId ?? null) : row.external_id,
+          json(has('metadata') ? (patch.metadata ?? null) : row.metadata),
+          closedAt,
+          new Date(),
+        ],
+      );
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') throw new Conflict(`A thread with externalId '${patch.externalId}' already exists in this channel.`);
+      throw err;
+    }
+    return this.getThread(workspaceId, channelId, threadId);
+  }
+
   async getThread(workspaceId: string, channelId: string, threadId: string): Promise<ThreadView> {
     return threadView(await this.#threadRow(this.#db.pool, workspaceId, channelId, threadId));
   }

@@ -123,6 +123,17 @@ t.test('threads: create with defaults and options, list by activity, get one', a
   t.same(list.map((x: { id: string }) => x.id), [a.json().id, b.json().id], 'the thread with the latest message first');
   t.equal(list[0].lastMessageAt, m.json().createdAt, 'thread lastMessageAt maintained');
 
+  const closed = await call({ method: 'PATCH', url: `/channels/${c.id}/threads/${a.json().id}`, payload: { status: 'closed', title: 'Renamed' } });
+  t.equal(closed.statusCode, 200);
+  t.match(closed.json(), { status: 'closed', title: 'Renamed' });
+  t.ok(closed.json().closedAt);
+  const archived = await call({ method: 'PATCH', url: `/channels/${c.id}/threads/${a.json().id}`, payload: { status: 'archived' } });
+  t.equal(archived.json().closedAt, closed.json().closedAt, 'archiving keeps closedAt');
+  const reopened = await call({ method: 'PATCH', url: `/channels/${c.id}/threads/${a.json().id}`, payload: { status: 'open', title: null } });
+  t.match(reopened.json(), { status: 'open', closedAt: null, title: null });
+  t.equal((await call({ method: 'PATCH', url: `/channels/${c.id}/threads/${a.json().id}`, payload: { externalId: 'T-42' } })).statusCode, 409);
+  t.equal((await call({ method: 'PATCH', url: `/channels/${c.id}/threads/${a.json().id}`, payload: { status: 'gone' } })).statusCode, 400);
+
   const one = await call({ url: `/channels/${c.id}/threads/${a.json().id}` });
   t.equal(one.statusCode, 200);
   t.equal(one.json().lastMessageAt, m.json().createdAt);
@@ -221,6 +232,7 @@ t.test('tenant isolation: another workspace gets 404 on every path-id route', as
     { url: `/channels/${c.id}/threads` },
     { method: 'POST', url: `/channels/${c.id}/threads`, payload: {} },
     { url: `/channels/${c.id}/threads/${th.id}` },
+    { method: 'PATCH', url: `/channels/${c.id}/threads/${th.id}`, payload: { status: 'closed' } },
     { url: `/channels/${c.id}/messages` },
     { method: 'POST', url: `/channels/${c.id}/messages`, payload: { direction: 'inbound', author: { role: 'user' } } },
     { url: `/channels/${c.id}/threads/${th.id}/messages` },
