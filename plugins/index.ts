@@ -5,6 +5,7 @@ import type { AnyPlugin } from '../core/registry/index.ts';
 import agentAuth from './agent-auth/index.ts';
 import automations from './automations/index.ts';
 import channels from './channels/index.ts';
+import credentials from './credentials/index.ts';
 import data from './data/index.ts';
 import explorer from './explorer/index.ts';
 import fileQuery from './file-query/index.ts';
@@ -15,4 +16,4 @@ import sqlQuery from './sql-query/index.ts';
 import workspaces from './workspaces/index.ts';
 import workflows from './workflows/index.ts';
 
-export const plugins: AnyPlugin[] = [workspaces, agentAuth, openapi, channels, query, data, files, automations, explorer, sqlQuery, workflows, fileQuery];
+export const plugins: AnyPlugin[] = [workspaces, agentAuth, credentials, openapi, channels, query, data, files, automations, explorer, sqlQuery, workflows, fileQuery];

@@ -82,15 +82,6 @@ export function workspacesRoutes(app: App, service: WorkspacesService, baseUrl: 
     },
   );
 
-  app.get(
-    '/workspaces/:workspaceHandle/credentials',
-    {
-      config: { auth: 'session', permission: 'workspace.read' },
-      schema: { tags, summary: 'Shared credentials (empty until the credentials plugin is loaded)', params: HandleParams, response: { 200: Type.Object({ items: Type.Array(Type.Object({}, { additionalProperties: true })) }) } },
-    },
-    async () => ({ items: [] }),
-  );
-
   // --- invitations ------------------------------------------------------------------------
 
   app.post(

@@ -28,6 +28,15 @@ export const paramFactories: Record<string, ParamFactory> = {
     const res = await app.inject({ method: 'POST', url: `/api/v1/workspaces/${ws.handle}/api-keys`, headers: ws.user.headers(ws.handle), payload: { name: 'fixture' } });
     return res.json().apiKey.id;
   },
+  async credentialId({ app, ws }) {
+    const res = await app.inject({
+      method: 'POST',
+      url: `/api/v1/workspaces/${ws.handle}/credentials`,
+      headers: ws.user.headers(ws.handle),
+      payload: { credentialKind: 'mcp', type: 'bearerToken', mcpServerUrl: 'http://127.0.0.1:1/mcp', accessToken: 'fixture' },
+    });
+    return res.json().id;
+  },
   async userCode({ app, ws }) {
     const res = await app.inject({ method: 'POST', url: '/api/v1/agent/auth/requests', payload: { agentName: 'fixture agent', workspaceHandle: ws.handle } });
     return res.json().userCode;
