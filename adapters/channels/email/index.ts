@@ -49,6 +49,22 @@ interface Config {
 
 const ids = (s: string | undefined): string[] => (s ? (s.match(/<[^<>\s]+>/g) ?? []) : []);
 
+/** Plain text of an HTML-only e-mail (tags dropped, line breaks kept, common entities decoded). */
+function htmlToText(html: string): string {
+  return html
+    .replace(/<(script|style)[^>]*>[\s\S]*?<\/\1>/gi, '')
+    .replace(/<br\s*\/?>|<\/(p|div|li|tr|h[1-6])>/gi, '\n')
+    .replace(/<[^>]+>/g, '')
+    .replace(/&nbsp;/g, ' ')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&amp;/g, '&')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
+}
+
 function mailbox(a: unknown): { name?: string; address?: string } {
   const x = a as { name?: string; address?: string; group?: { name?: string; address?: string }[] } | undefined;
   if (!x) return {};
@@ -93,7 +109,7 @@ export default defineAdapter({
             messages: [
               {
                 externalId: messageId,
-                text: email.text ?? null,
+                text: email.text ?? (email.html ? htmlToText(email.html) : null),
                 author,
                 raw: {
                   messageId,

@@ -157,6 +157,15 @@ t.test('email specifics', async (t) => {
     t.equal(empty.statusCode, 400);
   });
 
+  t.test('an HTML-only e-mail gets a plain-text version', async (t) => {
+    const html = ['From: Bob <bob@example.test>', 'To: support@trellis.test', 'Subject: Styled', 'Message-ID: <html1@example.test>', 'MIME-Version: 1.0', 'Content-Type: text/html; charset=utf-8', '', '<html><body><p>Hello &amp; welcome</p><p>Line two<br>three</p><script>x()</script></body></html>', ''].join('\r\n');
+    t.equal((await h.post(ch.id, signed(html))).statusCode, 200);
+    const all = await h.allMessages(ch.id);
+    const m = all.find((x) => x.externalId === '<html1@example.test>') as Record<string, any>;
+    t.equal(m.text, 'Hello & welcome\nLine two\nthree');
+    t.match(m.raw.html, /<p>Hello/);
+  });
+
   t.test('secrets are write-only', async (t) => {
     const withPw = await h.createChannel({ ...subject.config, smtpUser: 'u', smtpPassword: 'pw-very-secret' });
     const info = (await h.app.inject({ method: 'GET', url: `/api/v1/channels/${withPw.id}/adapter`, headers: h.ws.auth })).json();
