@@ -2,7 +2,9 @@
  * bench/sandbox-overhead: what running user code in the sandbox costs per run.
  *
  * Subject: `sandbox.run` of a trivial ES module (fresh QuickJS runtime + context per run, limits,
- * bootstrap, console capture, JSON in/out, disposal), awaited one at a time.
+ * bootstrap, console capture, JSON in/out, disposal), awaited one at a time, in the default
+ * worker mode (a pool of worker threads, one run per worker; includes the message round trip)
+ * and in inline mode (same thread).
  * Baselines, same process and run: a plain function call doing the same work, and `node:vm`
  * (a fresh context per run, then the same function compiled and called in it).
  * Sizes: SANDBOX_BENCH_RUNS (default 2000) runs each, after SANDBOX_BENCH_WARMUP (200).
@@ -40,7 +42,9 @@ const t0 = performance.now();
 await loadQuickJS();
 console.log(`sandbox-overhead: ${runs} runs each (after ${warmup} warm-up), Node ${process.version}; QuickJS WASM load ${(performance.now() - t0).toFixed(1)} ms (once per process)`);
 
-const sandbox = createSandbox({ limits: { timeoutMs: 5000, cpuMs: 1000, memoryBytes: 32 * 1024 * 1024 } });
+const limits = { timeoutMs: 5000, cpuMs: 1000, memoryBytes: 32 * 1024 * 1024 };
+const sandbox = createSandbox({ limits });
+const inline = createSandbox({ limits, mode: 'inline' });
 const check = await sandbox.run({ code, input });
 if (!check.ok || (check.output as { sum: number }).sum !== 3) throw new Error(`sandbox check failed: ${JSON.stringify(check)}`);
 
@@ -50,7 +54,10 @@ const vmRun = await measure('node:vm (fresh context + compile + call)', () => {
   const context = vm.createContext({ input: JSON.stringify(input) });
   return JSON.parse(vm.runInContext('JSON.stringify(((i) => ({ sum: i.a + i.b }))(JSON.parse(input)))', context, { timeout: 1000 }) as string);
 });
-const sb = await measure('sandbox.run (fresh QuickJS runtime+context)', () => sandbox.run({ code, input }));
+const sbInline = await measure('sandbox.run inline (fresh runtime+context)', () => inline.run({ code, input }));
+const sb = await measure('sandbox.run worker (default; + thread hop)', () => sandbox.run({ code, input }));
 
-console.log(`ratio sandbox / node:vm: p50 ${(sb.p50 / vmRun.p50).toFixed(2)}x, p99 ${(sb.p99 / vmRun.p99).toFixed(2)}x`);
-console.log(`ratio sandbox / plain call: p50 ${(sb.p50 / plain.p50).toFixed(0)}x, p99 ${(sb.p99 / plain.p99).toFixed(0)}x`);
+console.log(`ratio sandbox(worker) / node:vm: p50 ${(sb.p50 / vmRun.p50).toFixed(2)}x, p99 ${(sb.p99 / vmRun.p99).toFixed(2)}x`);
+console.log(`ratio sandbox(inline) / node:vm: p50 ${(sbInline.p50 / vmRun.p50).toFixed(2)}x, p99 ${(sbInline.p99 / vmRun.p99).toFixed(2)}x`);
+console.log(`ratio sandbox(worker) / plain call: p50 ${(sb.p50 / plain.p50).toFixed(0)}x, p99 ${(sb.p99 / plain.p99).toFixed(0)}x`);
+await sandbox.close();

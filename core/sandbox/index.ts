@@ -33,6 +33,7 @@ import {
   type QuickJSWASMModule,
 } from 'quickjs-emscripten';
 import type { SafeFetch } from '../net/index.ts';
+import { WorkerPool } from './pool.ts';
 
 export interface SandboxLimits {
   /** Wall-clock deadline of a run, host calls included (ms). */
@@ -72,6 +73,15 @@ export interface SandboxOptions {
   fetch?: SafeFetch;
   /** Defaults for every run; a run may tighten or change them. */
   limits?: Partial<SandboxLimits>;
+  /**
+   * `worker` (default): runs execute in a pool of worker threads, one run per worker at a time; a
+   * run stuck in one long operation (where QuickJS's interrupt handler is not consulted) is
+   * stopped by terminating its worker, so it can never block the server. `inline`: in the
+   * calling thread (lower latency, for trusted benchmarks and tools only).
+   */
+  mode?: 'worker' | 'inline';
+  /** Largest worker pool (default 8); runs beyond it wait for a free worker. */
+  maxWorkers?: number;
 }
 
 /** A host function bound as `ctx.resources.<label>.<method>(...args)`; args and result are JSON. */
@@ -110,7 +120,8 @@ export type SandboxErrorCode =
   | 'log_limit'
   | 'output_limit'
   | 'never_settled'
-  | 'invalid_input';
+  | 'invalid_input'
+  | 'internal';
 
 export interface SandboxError {
   code: SandboxErrorCode;
@@ -137,6 +148,8 @@ export type RunResult =
 export interface Sandbox {
   readonly limits: Readonly<SandboxLimits>;
   run(opts: RunOptions): Promise<RunResult>;
+  /** Stops the worker pool (runs in flight fail). */
+  close(): Promise<void>;
 }
 
 /**
@@ -276,15 +289,178 @@ function byteLength(s: string): number {
   return Buffer.byteLength(s, 'utf8');
 }
 
+/** How long a worker may be unresponsive past the CPU limit (or past the wall deadline). */
+const HANG_GRACE_MS = 500;
+const PING_MS = 100;
+
 export function createSandbox(opts: SandboxOptions = {}): Sandbox {
   const base: SandboxLimits = { ...DEFAULT_LIMITS, ...(opts.limits ?? {}) };
+  if (opts.mode === 'inline') {
+    return {
+      limits: base,
+      async run(runOpts) {
+        const limits = { ...base, ...(runOpts.limits ?? {}) };
+        const prepared = prepareRun(opts, runOpts);
+        if ('ok' in prepared) return prepared;
+        const hostCall = makeHostCall(opts, runOpts, limits, Date.now() + limits.timeoutMs);
+        return runEngine({ code: runOpts.code, ...prepared, limits, hostCall, onLog: runOpts.onLog, signal: runOpts.signal });
+      },
+      async close() {},
+    };
+  }
+  const pool = new WorkerPool(opts.maxWorkers ?? 8);
   return {
     limits: base,
-    run: (runOpts) => runOnce(opts, { ...base, ...(runOpts.limits ?? {}) }, runOpts),
+    run: (runOpts) => runInWorker(pool, opts, { ...base, ...(runOpts.limits ?? {}) }, runOpts),
+    close: () => pool.close(),
   };
 }
 
-async function runOnce(sandboxOpts: SandboxOptions, limits: SandboxLimits, opts: RunOptions): Promise<RunResult> {
+async function runInWorker(pool: WorkerPool, sandboxOpts: SandboxOptions, limits: SandboxLimits, opts: RunOptions): Promise<RunResult> {
+  const prepared = prepareRun(sandboxOpts, opts);
+  if ('ok' in prepared) return prepared;
+  const slot = await pool.acquire();
+  const started = performance.now();
+  const wallDeadline = Date.now() + limits.timeoutMs;
+  const hostCall = makeHostCall(sandboxOpts, opts, limits, wallDeadline);
+  const abort = new AbortController();
+  const logs: LogEvent[] = [];
+  const { worker } = slot;
+  return new Promise<RunResult>((resolve) => {
+    let settled = false;
+    const post = (m: unknown) => {
+      if (!settled) worker.postMessage(m);
+    };
+    const failed = (code: SandboxErrorCode, message: string): RunResult => ({
+      ok: false,
+      output: null,
+      error: { code, name: 'SandboxError', message },
+      logs,
+      durationMs: Math.round(performance.now() - started),
+      cpuMs: 0,
+    });
+    const finish = (r: RunResult, kill: boolean) => {
+      if (settled) return;
+      settled = true;
+      clearInterval(watchdog);
+      worker.off('message', onMessage);
+      worker.off('error', onError);
+      worker.off('exit', onExit);
+      opts.signal?.removeEventListener('abort', onAbort);
+      abort.abort();
+      if (kill) pool.kill(slot);
+      else pool.release(slot);
+      resolve(r);
+    };
+    const onMessage = (m: { t: string; [k: string]: unknown }) => {
+      slot.lastSeen = Date.now();
+      if (m.t === 'host') {
+        const callId = m.callId as number;
+        hostCall(m.op as string, m.argsJson as string, abort.signal).then(
+          (json) => post({ t: 'host-result', callId, ok: true, json }),
+          (err: unknown) => post({ t: 'host-result', callId, ok: false, name: (err as Error)?.name && (err as Error).name !== 'Error' ? String((err as Error).name) : 'Error', message: String((err as Error)?.message ?? err) }),
+        );
+      } else if (m.t === 'log') {
+        logs.push(m.event as LogEvent);
+        opts.onLog?.(m.event as LogEvent);
+      } else if (m.t === 'done') {
+        finish(m.result as RunResult, false);
+      }
+    };
+    const onError = (err: Error) => finish(failed('internal', `The sandbox worker failed: ${err.message}`), true);
+    const onExit = () => finish(failed('internal', 'The sandbox worker stopped unexpectedly.'), true);
+    const onAbort = () => post({ t: 'abort' });
+    worker.on('message', onMessage);
+    worker.once('error', onError);
+    worker.once('exit', onExit);
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    slot.lastSeen = Date.now();
+    post({ t: 'run', code: opts.code, ...prepared, limits });
+    if (opts.signal?.aborted) onAbort();
+    const watchdog = setInterval(() => {
+      const now = Date.now();
+      if (now - slot.lastSeen > limits.cpuMs + HANG_GRACE_MS) {
+        finish(failed('cpu_limit', `The run was stuck in one long operation past its ${limits.cpuMs} ms CPU limit; its sandbox worker was stopped.`), true);
+      } else if (now > wallDeadline + HANG_GRACE_MS) {
+        finish(failed('timeout', `The run exceeded its ${limits.timeoutMs} ms time limit; its sandbox worker was stopped.`), true);
+      } else {
+        post({ t: 'ping' });
+      }
+    }, PING_MS);
+  });
+}
+
+/** What the engine needs: everything JSON, host calls through one function. */
+export interface EngineArgs {
+  code: string;
+  inputJson: string;
+  /** `{fetch: boolean, resources: {label: methodNames[]}}` */
+  capsJson: string;
+  limits: SandboxLimits;
+  hostCall: (op: string, argsJson: string, signal: AbortSignal) => Promise<string>;
+  onLog?: (event: LogEvent) => void;
+  signal?: AbortSignal;
+}
+
+export interface PreparedRun {
+  inputJson: string;
+  capsJson: string;
+}
+
+/** Serializes the input and the granted capability names; a bad input is a failed run. */
+export function prepareRun(sandboxOpts: SandboxOptions, opts: RunOptions): PreparedRun | RunResult {
+  let inputJson: string;
+  try {
+    inputJson = JSON.stringify(opts.input === undefined ? null : opts.input) ?? 'null';
+  } catch (err) {
+    return { ok: false, output: null, error: { code: 'invalid_input', name: 'TypeError', message: `The input is not JSON-serializable: ${(err as Error).message}` }, logs: [], durationMs: 0, cpuMs: 0 };
+  }
+  const caps = opts.capabilities ?? {};
+  if (caps.fetch && !sandboxOpts.fetch) throw new Error('createSandbox was given no fetch, so ctx.fetch cannot be granted');
+  const resources = caps.resources ?? {};
+  const capsJson = JSON.stringify({ fetch: !!caps.fetch, resources: Object.fromEntries(Object.entries(resources).map(([l, m]) => [l, Object.keys(m)])) });
+  return { inputJson, capsJson };
+}
+
+/** The host side of `ctx.fetch` and `ctx.resources` for one run (always on the main thread). */
+export function makeHostCall(sandboxOpts: SandboxOptions, opts: RunOptions, limits: SandboxLimits, wallDeadline: number) {
+  const caps = opts.capabilities ?? {};
+  const resources = caps.resources ?? {};
+  return async (op: string, argsJson: string, signal: AbortSignal): Promise<string> => {
+    const args = JSON.parse(argsJson) as unknown[];
+    if (op === 'fetch' && caps.fetch && sandboxOpts.fetch) {
+      const [url, init] = args as [string, { method?: string; headers?: [string, string][]; body?: string }];
+      if (caps.fetchHosts && !hostAllowed(url, caps.fetchHosts)) throw new Error(`ctx.fetch: the host of '${url}' is not among the hosts granted to this script.`);
+      const res = await sandboxOpts.fetch(url, {
+        method: init?.method,
+        headers: init?.headers,
+        body: init?.body,
+        signal,
+        timeoutMs: Math.max(1, wallDeadline - Date.now()),
+        maxBytes: limits.maxHostResultBytes,
+      });
+      const body = await res.text();
+      if (byteLength(body) > limits.maxHostResultBytes) throw new Error(`The response body exceeds ${limits.maxHostResultBytes} bytes.`);
+      return JSON.stringify({ status: res.status, statusText: res.statusText, url: res.url, headers: [...res.headers.entries()], body });
+    }
+    if (op === 'resource') {
+      const [label, method, margs] = args as [string, string, unknown[]];
+      const fn = Object.hasOwn(resources, label) && Object.hasOwn(resources[label], method) ? resources[label][method] : undefined;
+      if (!fn) throw new Error(`Resource '${label}' has no method '${method}'.`);
+      const out = await fn(Array.isArray(margs) ? margs : [], signal);
+      const json = JSON.stringify(out === undefined ? null : out) ?? 'null';
+      if (byteLength(json) > limits.maxHostResultBytes) throw new Error(`The resource result exceeds ${limits.maxHostResultBytes} bytes.`);
+      return json;
+    }
+    throw new Error(`Capability '${op}' was not granted.`);
+  };
+}
+
+/** Runs one script in this thread (the worker pool calls this inside each worker). */
+export async function runEngine(args: EngineArgs): Promise<RunResult> {
+  const { limits } = args;
+  const opts = { code: args.code, onLog: args.onLog, signal: args.signal };
+  const { inputJson, capsJson } = args;
   const started = performance.now();
   const wallDeadline = Date.now() + limits.timeoutMs;
   const logs: LogEvent[] = [];
@@ -297,17 +473,6 @@ async function runOnce(sandboxOpts: SandboxOptions, limits: SandboxLimits, opts:
     if (error.code === 'memory_limit') poisoned = true;
     return { ok: false, output: null, error, logs, durationMs: Math.round(performance.now() - started), cpuMs: Math.round(state.cpuUsed) };
   };
-
-  let inputJson: string;
-  try {
-    inputJson = JSON.stringify(opts.input === undefined ? null : opts.input) ?? 'null';
-  } catch (err) {
-    return fail({ code: 'invalid_input', name: 'TypeError', message: `The input is not JSON-serializable: ${(err as Error).message}` });
-  }
-  const caps = opts.capabilities ?? {};
-  if (caps.fetch && !sandboxOpts.fetch) throw new Error('createSandbox was given no fetch, so ctx.fetch cannot be granted');
-  const resources = caps.resources ?? {};
-  const capsJson = JSON.stringify({ fetch: !!caps.fetch, resources: Object.fromEntries(Object.entries(resources).map(([l, m]) => [l, Object.keys(m)])) });
 
   const qjs = await loadQuickJS();
   const abort = new AbortController();
@@ -434,34 +599,7 @@ async function runOnce(sandboxOpts: SandboxOptions, limits: SandboxLimits, opts:
       }),
     );
 
-    const hostCall = async (op: string, argsJson: string): Promise<string> => {
-      const args = JSON.parse(argsJson) as unknown[];
-      if (op === 'fetch' && caps.fetch && sandboxOpts.fetch) {
-        const [url, init] = args as [string, { method?: string; headers?: [string, string][]; body?: string }];
-        if (caps.fetchHosts && !hostAllowed(url, caps.fetchHosts)) throw new Error(`ctx.fetch: the host of '${url}' is not among the hosts granted to this script.`);
-        const res = await sandboxOpts.fetch(url, {
-          method: init?.method,
-          headers: init?.headers,
-          body: init?.body,
-          signal: abort.signal,
-          timeoutMs: Math.max(1, wallDeadline - Date.now()),
-          maxBytes: limits.maxHostResultBytes,
-        });
-        const body = await res.text();
-        if (byteLength(body) > limits.maxHostResultBytes) throw new Error(`The response body exceeds ${limits.maxHostResultBytes} bytes.`);
-        return JSON.stringify({ status: res.status, statusText: res.statusText, url: res.url, headers: [...res.headers.entries()], body });
-      }
-      if (op === 'resource') {
-        const [label, method, margs] = args as [string, string, unknown[]];
-        const fn = Object.hasOwn(resources, label) && Object.hasOwn(resources[label], method) ? resources[label][method] : undefined;
-        if (!fn) throw new Error(`Resource '${label}' has no method '${method}'.`);
-        const out = await fn(Array.isArray(margs) ? margs : [], abort.signal);
-        const json = JSON.stringify(out === undefined ? null : out) ?? 'null';
-        if (byteLength(json) > limits.maxHostResultBytes) throw new Error(`The resource result exceeds ${limits.maxHostResultBytes} bytes.`);
-        return json;
-      }
-      throw new Error(`Capability '${op}' was not granted.`);
-    };
+    const hostCall = (op: string, argsJson: string) => args.hostCall(op, argsJson, abort.signal);
 
     const setGlobal = (name: string, h: QuickJSHandle) => ctx.setProp(ctx.global, name, h);
     setGlobal('__trellis_host', hostFn);

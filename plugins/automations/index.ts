@@ -66,6 +66,7 @@ export default definePlugin({
       if (sweeper) clearInterval(sweeper);
       unsubscribe?.();
       await runs.stop();
+      await sandbox.close();
     });
   },
 });

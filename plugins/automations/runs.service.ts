@@ -245,8 +245,7 @@ export class RunsService {
       result = await this.sandbox.run({ code: a.scriptSource, input: run.input, capabilities: this.bindings(a), signal, limits: { timeoutMs: this.cfg.timeoutMs } });
     } catch (err) {
       this.log.error({ err, runId: run.id }, 'automation run failed in the host');
-      result = { ok: false, output: null, error: { code: 'script_error', name: 'InternalError', message: 'The run failed inside the server; see the server log.' }, logs: [], durationMs: 0, cpuMs: 0 };
-      (result.error as { code: string }).code = 'internal';
+      result = { ok: false, output: null, error: { code: 'internal', name: 'InternalError', message: 'The run failed inside the server; see the server log.' }, logs: [], durationMs: 0, cpuMs: 0 };
     }
     if (signal.aborted && !result.ok) result.error.message = 'The run was cancelled because the server is shutting down.';
     const events: Row[] = result.logs.map((l, i) => ({ id: uuidv7(), seq: i + 1, type: 'log', level: l.level, message: l.message, meta: { method: l.method, at: l.at } }));

@@ -32,5 +32,6 @@ export default definePlugin({
     const store = new WorkflowsStore(ctx.db, sandbox);
     ctx.provide(workflowsServiceRef, store);
     ctx.routes((app) => workflowsRoutes(app, store));
+    ctx.onStop(() => sandbox.close());
   },
 });

@@ -8,7 +8,8 @@ import t from 'tap';
 import { createSafeFetch } from '../../../core/net/index.ts';
 import { createSandbox, type ResourceBinding } from '../../../core/sandbox/index.ts';
 
-const guarded = createSandbox({ fetch: createSafeFetch(), limits: { timeoutMs: 3000, cpuMs: 500, memoryBytes: 16 * 1024 * 1024 } });
+const guarded = createSandbox({ fetch: createSafeFetch(), limits: { timeoutMs: 3000, cpuMs: 500, memoryBytes: 16 * 1024 * 1024 }, maxWorkers: 4 });
+t.teardown(() => guarded.close());
 
 const peer = http.createServer((req, res) => {
   res.setHeader('content-type', 'application/json');
@@ -127,7 +128,7 @@ t.test('a memory bomb fails with memory_limit and the next run works', async (t)
     t.equal(r.ok, false, code);
     t.ok(r.error?.code === 'memory_limit' || r.error?.code === 'cpu_limit', `${code}: ${r.error?.code} ${r.error?.message}`);
   }
-  const bomb = await guarded.run({ code: 'export default () => { const a = []; for (;;) a.push({ a: 1, b: [1, 2, 3] }) }' });
+  const bomb = await guarded.run({ code: 'export default () => { const a = []; for (;;) a.push({ a: 1, b: [1, 2, 3] }) }', limits: { cpuMs: 2500 } });
   t.equal(bomb.error?.code, 'memory_limit');
   t.match(bomb.error?.message, /memory limit/);
   t.same((await guarded.run({ code: ok, input: { n: 2 } })).output, { doubled: 4 });
@@ -255,6 +256,7 @@ t.test('ctx.fetch: only when granted, and through the SSRF guard', async (t) => 
   t.match(caught.output, /^refused: /);
 
   const allowed = createSandbox({ fetch: createSafeFetch({ allow: ['127.0.0.1'] }), limits: { timeoutMs: 3000 } });
+  t.teardown(() => allowed.close());
   const r = await allowed.run({
     code: `export default async (i, ctx) => {
       const res = await ctx.fetch(i.url + '/hook?q=1', { method: 'POST', headers: { 'content-type': 'application/json' }, body: { hello: 'world' } });
@@ -274,4 +276,36 @@ t.test('many concurrent runs stay isolated', async (t) => {
     ),
   );
   t.same(results.map((r) => r.output), Array.from({ length: 30 }, (_, i) => i));
+});
+
+t.test('a run stuck in one long builtin call is stopped by its worker being terminated; the event loop never blocks', async (t) => {
+  // Array#sort without a comparator runs in C: QuickJS's interrupt handler is not consulted inside it.
+  const stuck = 'export default () => { const a = []; for (let i = 0; i < 1e6; i++) a.push((i * 7919) % 1000003); for (;;) { a.sort(); a.reverse() } }';
+  let maxGap = 0;
+  let last = performance.now();
+  const ticker = setInterval(() => {
+    const now = performance.now();
+    maxGap = Math.max(maxGap, now - last);
+    last = now;
+  }, 10);
+  const started = Date.now();
+  const [r, other] = await Promise.all([
+    guarded.run({ code: stuck, limits: { cpuMs: 800, memoryBytes: 64 * 1024 * 1024, timeoutMs: 10_000 } }),
+    guarded.run({ code: 'export default async (i) => { await null; return i + 1 }', input: 41 }),
+  ]);
+  clearInterval(ticker);
+  t.equal(r.ok, false);
+  t.equal(r.error?.code, 'cpu_limit', JSON.stringify(r.error));
+  t.ok(Date.now() - started < 6000, `stopped after ${Date.now() - started} ms`);
+  t.equal(other.output, 42, 'a concurrent run on another worker finished');
+  t.ok(maxGap < 500, `the main event loop kept ticking (largest gap ${Math.round(maxGap)} ms)`);
+  t.same((await guarded.run({ code: ok, input: { n: 5 } })).output, { doubled: 10 }, 'later runs get a fresh worker');
+});
+
+t.test('inline mode (same thread) runs and limits scripts too', async (t) => {
+  const inline = createSandbox({ mode: 'inline', limits: { timeoutMs: 2000, cpuMs: 300 } });
+  t.teardown(() => inline.close());
+  t.same((await inline.run({ code: ok, input: { n: 4 } })).output, { doubled: 8 });
+  t.equal((await inline.run({ code: 'export default () => { for (;;) {} }' })).error?.code, 'cpu_limit');
+  t.equal((await inline.run({ code: 'export default () => new Promise(() => {})' })).error?.code, 'never_settled');
 });
