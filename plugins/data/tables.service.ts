@@ -2,10 +2,11 @@
  * Tabular projection of data rows for query engines (DataTablesService in api.ts). Values are
  * typed in PostgreSQL (no jsonb parsing in Node) and streamed through a cursor in batches.
  */
+import { to as copyTo } from 'pg-copy-streams';
 import type { Database } from '../../core/db/index.ts';
 import type { DataTable, DataTablesService } from './api.ts';
 import type { Dataset, QueryColumnType } from '../query/api.ts';
-import { snakeAlias, type DefinitionsService, type FieldDef } from './definitions.service.ts';
+import { isUuid, snakeAlias, type DefinitionsService, type FieldDef } from './definitions.service.ts';
 
 const SAFE = /^[A-Za-z][A-Za-z0-9_]*$/;
 const BATCH = 20_000;
@@ -45,6 +46,26 @@ function projection(handle: string, f: FieldDef | undefined): string {
       return `CASE WHEN ${is('string')} THEN r.data->>'${handle}' END`;
     default:
       return `CASE WHEN ${is('string')} THEN r.data->>'${handle}' END`;
+  }
+}
+
+/** The same projection as text, for CSV (see Dataset.csv in the query api). */
+function csvProjection(handle: string, f: FieldDef | undefined): string {
+  if (!f || !SAFE.test(handle)) return 'NULL';
+  const v = `r.data->'${handle}'`;
+  const is = (t: string) => `jsonb_typeof(${v}) = '${t}'`;
+  switch (f.type) {
+    case 'number':
+      return `CASE WHEN ${is('number')} THEN (${v})::text END`;
+    case 'boolean':
+      return `CASE WHEN ${is('boolean')} THEN (${v})::text END`;
+    case 'json':
+      return `(${v})::text`;
+    case 'files':
+    case 'multi-select':
+      return `CASE WHEN ${is('array')} THEN (${v})::text END`;
+    default:
+      return projection(handle, f);
   }
 }
 
@@ -102,6 +123,31 @@ export class TablesService implements DataTablesService {
     return this.stream(workspaceId, definitionId, fields, '', []);
   }
 
+  /** Every live row as CSV (COPY TO STDOUT), columns c0..cN: id, createdAt, updatedAt, fields. */
+  async *csv(workspaceId: string, definitionId: string, fields: string[]): AsyncIterable<Uint8Array> {
+    if (!isUuid(workspaceId) || !isUuid(definitionId)) throw new Error('bad ids');
+    const [def] = await this.db.query<{ fields: Record<string, FieldDef> }>(`SELECT fields FROM data_definitions WHERE workspace_id = $1 AND id = $2`, [workspaceId, definitionId]);
+    if (!def) return;
+    const cols = ['r.id::text', 'r.created_at', 'r.updated_at', ...fields.map((h) => csvProjection(h, def.fields[h]))].map((c, i) => `${c} AS c${i}`);
+    const client = await this.db.pool.connect();
+    let clean = false;
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      await client.query(`SET LOCAL TimeZone = 'UTC'`);
+      // COPY takes no bind parameters: both ids are checked UUIDs.
+      const stream = client.query(
+        copyTo(`COPY (SELECT ${cols.join(', ')} FROM data_rows r WHERE r.workspace_id = '${workspaceId}' AND r.definition_id = '${definitionId}' AND r.deleted_at IS NULL) TO STDOUT WITH (FORMAT csv, HEADER true)`),
+      );
+      for await (const chunk of stream) yield chunk as Uint8Array;
+      await client.query('COMMIT');
+      clean = true;
+    } finally {
+      // A consumer that stops early leaves the COPY unfinished: drop that connection.
+      if (clean) client.release();
+      else client.release(true);
+    }
+  }
+
   dataset(workspaceId: string, table: DataTable): Dataset {
     const fields = Object.keys(table.fields).filter((h) => SAFE.test(h));
     return {
@@ -116,6 +162,7 @@ export class TablesService implements DataTablesService {
       version: table.version,
       keyColumn: 'id',
       load: () => this.scan(workspaceId, table.id, fields),
+      csv: () => this.csv(workspaceId, table.id, fields),
       changesSince: async (fromVersion) => {
         const ch = await this.changes(workspaceId, table.id, fields, fromVersion);
         return { upserts: ch.upserts, deletedKeys: ch.deletedIds };

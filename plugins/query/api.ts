@@ -41,6 +41,14 @@ export interface Dataset {
   version: string;
   /** Produces the rows in batches; called only when the engine has no copy at this version. */
   load(): AsyncIterable<unknown[][]>;
+  /**
+   * Optional faster full load, used instead of `load()` when the engine supports it: the rows as
+   * CSV (UTF-8, RFC 4180 quoting, a header row, one column per entry of `columns` in order; an
+   * unquoted empty field is NULL, a quoted one an empty string). Values as text: VARCHAR/JSON
+   * as is, DOUBLE/BIGINT numbers, BOOLEAN true/false, DATE YYYY-MM-DD, TIMESTAMP ISO 8601 with an
+   * offset (e.g. `2026-01-31 12:00:00.5+00`), VARCHAR[] a JSON array of strings.
+   */
+  csv?(): AsyncIterable<Uint8Array | string>;
   /** The column that identifies a row (needed for `changesSince`). */
   keyColumn?: string;
   /**

@@ -42,6 +42,11 @@ import {
   type QueryRunResult,
   type SqlAnalysis,
 } from '../../../plugins/query/api.ts';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { AppError } from '../../../core/errors/index.ts';
 import { check, collect } from './analyze.ts';
 
@@ -50,6 +55,12 @@ export interface DuckDbEngineOptions {
   memoryLimitMb: number;
   threads: number;
   maxSandboxes: number;
+  /**
+   * A private directory for bulk loads: each sandbox may read only its own subdirectory
+   * (`allowed_directories`), where the host stages a dataset's CSV for the moment of loading it.
+   * Without it, datasets load row by row through the appender.
+   */
+  stagingDir?: string;
 }
 
 const q = (ident: string): string => `"${ident.replace(/"/g, '""')}"`;
@@ -64,6 +75,8 @@ interface LoadedTable {
 
 interface Sandbox {
   instance: DuckDBInstance;
+  /** Its private staging directory (readable by this instance only), if any. */
+  dir: string | null;
   tables: Map<string, LoadedTable>;
   loading: Map<string, Promise<void>>;
   active: number;
@@ -210,8 +223,28 @@ export class DuckDbEngine implements QueryEngine {
     const pending = this.creating.get(scope);
     if (pending) return pending;
     const p = (async () => {
-      const instance = await DuckDBInstance.create(':memory:', lockedOptions(this.opts));
-      const sb: Sandbox = { instance, tables: new Map(), loading: new Map(), active: 0, lastUsed: Date.now() };
+      let instance: DuckDBInstance;
+      let dir: string | null = null;
+      if (this.opts.stagingDir) {
+        dir = path.join(this.opts.stagingDir, randomBytes(12).toString('hex'));
+        mkdirSync(dir, { recursive: true, mode: 0o700 });
+        const { enable_external_access: _e, lock_configuration: _l, ...open } = lockedOptions(this.opts);
+        instance = await DuckDBInstance.create(':memory:', open);
+        const c = await instance.connect();
+        try {
+          await c.run(`SET allowed_directories = [${lit(`${dir}/`)}]`);
+          await c.run('SET enable_external_access = false');
+          await c.run('SET lock_configuration = true');
+        } catch (err) {
+          instance.closeSync();
+          throw err;
+        } finally {
+          c.disconnectSync();
+        }
+      } else {
+        instance = await DuckDBInstance.create(':memory:', lockedOptions(this.opts));
+      }
+      const sb: Sandbox = { instance, dir, tables: new Map(), loading: new Map(), active: 0, lastUsed: Date.now() };
       this.sandboxes.set(scope, sb);
       this.evictOld();
       return sb;
@@ -229,7 +262,7 @@ export class DuckDbEngine implements QueryEngine {
       const idle = [...this.sandboxes.entries()].filter(([, s]) => s.active === 0 && s.loading.size === 0).sort((a, b) => a[1].lastUsed - b[1].lastUsed)[0];
       if (!idle) return;
       this.sandboxes.delete(idle[0]);
-      idle[1].instance.closeSync();
+      this.dispose(idle[1]);
     }
   }
 
@@ -239,7 +272,38 @@ export class DuckDbEngine implements QueryEngine {
     if (key) sb.tables.delete(key);
     else if (sb.active === 0) {
       this.sandboxes.delete(scope);
-      sb.instance.closeSync();
+      this.dispose(sb);
+    }
+  }
+
+  private dispose(sb: Sandbox): void {
+    sb.instance.closeSync();
+    if (sb.dir) rmSync(sb.dir, { recursive: true, force: true });
+  }
+
+  /** Bulk load through the sandbox's staging directory: the CSV is written, read once, removed. */
+  private async loadCsv(conn: DuckDBConnection, sb: Sandbox, table: string, columns: DatasetColumn[], csv: AsyncIterable<Uint8Array | string>): Promise<void> {
+    const file = path.join(sb.dir!, `${table}.csv`);
+    try {
+      await pipeline(Readable.from(csv), createWriteStream(file, { mode: 0o600 }));
+      const casts = columns.map((c, i) => {
+        const v = q(`c${i}`);
+        switch (c.type) {
+          case 'VARCHAR':
+            return v;
+          case 'TIMESTAMP':
+            return `TRY_CAST(TRY_CAST(${v} AS TIMESTAMPTZ) AS TIMESTAMP)`;
+          case 'VARCHAR[]':
+            return `from_json(${v}, '["VARCHAR"]')`;
+          default:
+            return `TRY_CAST(${v} AS ${c.type})`;
+        }
+      });
+      await conn.run(
+        `INSERT INTO ${q(table)} SELECT ${casts.join(', ')} FROM read_csv(${lit(file)}, header = true, all_varchar = true, allow_quoted_nulls = false, quote = '"', escape = '"', delim = ',', null_padding = false)`,
+      );
+    } finally {
+      rmSync(file, { force: true });
     }
   }
 
@@ -318,7 +382,8 @@ export class DuckDbEngine implements QueryEngine {
       const physical = `data_${++this.seq}`;
       await conn.run(`CREATE TABLE ${q(physical)} (${ds.columns.map((c) => `${q(c.name)} ${c.type}`).join(', ')})`);
       try {
-        await this.appendRows(conn, physical, ds.columns, ds.load());
+        if (ds.csv && sb.dir) await this.loadCsv(conn, sb, physical, ds.columns, ds.csv());
+        else await this.appendRows(conn, physical, ds.columns, ds.load());
       } catch (err) {
         await conn.run(`DROP TABLE IF EXISTS ${q(physical)}`).catch(() => undefined);
         throw err;
@@ -441,8 +506,9 @@ export class DuckDbEngine implements QueryEngine {
 
   close(): void {
     this.closed = true;
-    for (const sb of this.sandboxes.values()) sb.instance.closeSync();
+    for (const sb of this.sandboxes.values()) this.dispose(sb);
     this.sandboxes.clear();
+    if (this.opts.stagingDir) rmSync(this.opts.stagingDir, { recursive: true, force: true });
     void this.parser?.then((p) => p.closeSync()).catch(() => undefined);
   }
 }

@@ -3,6 +3,7 @@
  * read-only SQL over registered datasets and local file sources in locked-down in-process DuckDB
  * instances (see engine.ts).
  */
+import path from 'node:path';
 import Type from 'typebox';
 import { defineAdapter } from '../../../core/registry/index.ts';
 import { queryEnginesPoint } from '../../../plugins/query/api.ts';
@@ -20,7 +21,8 @@ export default defineAdapter({
   extends: queryEnginesPoint,
   config,
   setup(ctx) {
-    const engine = new DuckDbEngine({ name: 'duckdb', ...ctx.config });
+    // Staging for bulk loads lives in the data dir, one private subdirectory per sandbox.
+    const engine = new DuckDbEngine({ name: 'duckdb', ...ctx.config, stagingDir: path.join(ctx.core.dataDir, 'duckdb-staging', String(process.pid)) });
     ctx.extend(queryEnginesPoint, engine);
     ctx.onStop(() => engine.close());
   },

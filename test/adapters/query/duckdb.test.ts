@@ -32,3 +32,47 @@ t.test('sandboxes are evicted beyond maxSandboxes and rebuilt on demand', async 
     t.same(r.rows, [[scope]]);
   }
 });
+
+t.test('bulk CSV loads through a private staging directory: exact values, nothing left behind', async (t) => {
+  const { mkdtempSync, readdirSync, rmSync } = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const staging = mkdtempSync(path.join(os.tmpdir(), 'duck-staging-'));
+  t.teardown(() => rmSync(staging, { recursive: true, force: true }));
+  const e = new DuckDbEngine({ name: 'duckdb', memoryLimitMb: 128, threads: 1, maxSandboxes: 2, stagingDir: path.join(staging, 'x') });
+  t.teardown(() => e.close());
+  let rowLoads = 0;
+  const ds = {
+    key: 'k',
+    names: ['t'],
+    version: '1',
+    columns: [
+      { name: 'id', type: 'VARCHAR' as const },
+      { name: 'at', type: 'TIMESTAMP' as const },
+      { name: 'n', type: 'DOUBLE' as const },
+      { name: 'b', type: 'BOOLEAN' as const },
+      { name: 'd', type: 'DATE' as const },
+      { name: 'tags', type: 'VARCHAR[]' as const },
+      { name: 'j', type: 'JSON' as const },
+    ],
+    async *load() {
+      rowLoads++;
+      yield [];
+    },
+    async *csv() {
+      yield 'c0,c1,c2,c3,c4,c5,c6\n';
+      yield '"a, ""quoted""\nline",2026-01-31 12:00:00.5+00,1.5,true,2026-02-28,"[""x"", ""y,z""]","{""k"": 1}"\n';
+      yield '"",,,,,,\n';
+    },
+  };
+  const r = await e.run({ sql: 'SELECT id, "at", n, b, d, tags, j, id IS NULL AS idnull FROM t ORDER BY n NULLS LAST', scope: 's', datasets: [ds], maxRows: 10, timeoutMs: 5000 });
+  t.same(r.rows, [
+    ['a, "quoted"\nline', '2026-01-31T12:00:00.500Z', 1.5, true, '2026-02-28', ['x', 'y,z'], '{"k": 1}', false],
+    ['', null, null, null, null, null, null, false],
+  ]);
+  t.equal(rowLoads, 0, 'the CSV path was used');
+  const dirs = readdirSync(path.join(staging, 'x'));
+  t.equal(dirs.length, 1, 'one sandbox directory');
+  t.same(readdirSync(path.join(staging, 'x', dirs[0])), [], 'the staged file is removed after the load');
+  await t.rejects(e.run({ sql: `SELECT * FROM read_csv('${path.join(staging, 'x', dirs[0])}/data_1.csv')`, scope: 's', datasets: [ds], maxRows: 10, timeoutMs: 5000 }), { code: 'sql_not_allowed' });
+});
