@@ -5,6 +5,7 @@ import type { AnyPlugin } from '../core/registry/index.ts';
 import agentAuth from './agent-auth/index.ts';
 import automations from './automations/index.ts';
 import channels from './channels/index.ts';
+import consolePages from './console/index.ts';
 import credentials from './credentials/index.ts';
 import data from './data/index.ts';
 import explorer from './explorer/index.ts';
@@ -16,4 +17,4 @@ import sqlQuery from './sql-query/index.ts';
 import workspaces from './workspaces/index.ts';
 import workflows from './workflows/index.ts';
 
-export const plugins: AnyPlugin[] = [workspaces, agentAuth, credentials, openapi, channels, query, data, files, automations, explorer, sqlQuery, workflows, fileQuery];
+export const plugins: AnyPlugin[] = [workspaces, agentAuth, credentials, consolePages, openapi, channels, query, data, files, automations, explorer, sqlQuery, workflows, fileQuery];
