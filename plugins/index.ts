@@ -11,10 +11,11 @@ import data from './data/index.ts';
 import explorer from './explorer/index.ts';
 import fileQuery from './file-query/index.ts';
 import files from './files/index.ts';
+import notifications from './notifications/index.ts';
 import openapi from './openapi/index.ts';
 import query from './query/index.ts';
 import sqlQuery from './sql-query/index.ts';
 import workspaces from './workspaces/index.ts';
 import workflows from './workflows/index.ts';
 
-export const plugins: AnyPlugin[] = [workspaces, agentAuth, credentials, consolePages, openapi, channels, query, data, files, automations, explorer, sqlQuery, workflows, fileQuery];
+export const plugins: AnyPlugin[] = [workspaces, agentAuth, credentials, consolePages, notifications, openapi, channels, query, data, files, automations, explorer, sqlQuery, workflows, fileQuery];

@@ -4,8 +4,9 @@
  * session), the workspace (tenant) and the effective permissions.
  *
  * - API key (`x-api-key` or `Authorization: Bearer`): its own workspace; header ignored.
- * - Session cookie: the workspace from `x-workspace-handle` / `x-workspace-id` (or the
- *   `:workspaceHandle` path parameter); not a member answers 404, as for any other tenant's id.
+ * - Session cookie: the workspace from `x-workspace-handle` / `x-workspace-id` (session-only
+ *   routes: the `:workspaceHandle` path parameter, or the header when they need a permission);
+ *   not a member answers 404, as for any other tenant's id.
  * - Cookie-authenticated unsafe requests need a same-origin `Origin` or a workspace header
  *   (a custom header cannot be sent cross-site without a CORS preflight), else 403.
  */
@@ -61,6 +62,14 @@ export function presentedKey(request: FastifyRequest): string | undefined {
   return undefined;
 }
 
+/** The workspace a session request names with `x-workspace-id` or `x-workspace-handle`. */
+function workspaceHeader(request: FastifyRequest): { id: string } | { handle: string } | undefined {
+  const id = header(request, 'x-workspace-id');
+  if (id !== undefined) return { id };
+  const handle = header(request, 'x-workspace-handle');
+  return handle !== undefined ? { handle } : undefined;
+}
+
 export interface GuardDeps {
   keys: ApiKeyResolver;
   sessions: SessionService;
@@ -104,12 +113,17 @@ export function createGuard(deps: GuardDeps) {
       if (!s) throw new SessionRequired();
       checkCsrf(request);
       request.principal = { kind: 'session', sessionId: s.sessionId, user: s.user };
-      const handle = (request.params as Record<string, string> | undefined)?.workspaceHandle;
-      if (handle !== undefined) {
-        const m = await deps.sessions.membership(s.user.id, { handle });
-        if (!m) throw new NotFound(`Workspace '${handle}' was not found.`);
+      // The workspace comes from the path; a session-only route that needs a permission but has
+      // no :workspaceHandle takes it from the workspace header instead.
+      const param = (request.params as Record<string, string> | undefined)?.workspaceHandle;
+      const ref = param !== undefined ? { handle: param } : cfg.permission ? workspaceHeader(request) : undefined;
+      if (ref) {
+        const m = await deps.sessions.membership(s.user.id, ref);
+        if (!m) throw new NotFound('Workspace was not found.');
         request.workspace = { id: m.id, handle: m.handle, name: m.name };
         request.permissions = deps.catalogue.forRole(m.role);
+      } else if (cfg.permission) {
+        throw new WorkspaceContextRequired();
       }
       requirePermission(request, cfg.permission);
       return;
@@ -129,10 +143,9 @@ export function createGuard(deps: GuardDeps) {
     if (!s) throw new AuthenticationRequired();
     checkCsrf(request);
     request.principal = { kind: 'session', sessionId: s.sessionId, user: s.user };
-    const handle = header(request, 'x-workspace-handle') ?? (request.params as Record<string, string> | undefined)?.workspaceHandle;
-    const id = header(request, 'x-workspace-id');
-    if (handle === undefined && id === undefined) throw new WorkspaceContextRequired();
-    const m = await deps.sessions.membership(s.user.id, id !== undefined ? { id } : { handle });
+    const ref = workspaceHeader(request);
+    if (!ref) throw new WorkspaceContextRequired();
+    const m = await deps.sessions.membership(s.user.id, ref);
     if (!m) throw new NotFound('Workspace was not found.');
     request.workspace = { id: m.id, handle: m.handle, name: m.name };
     request.permissions = deps.catalogue.forRole(m.role);

@@ -83,7 +83,8 @@ export interface PermissionDecl {
  * - `permission: 'files.read'`: an API key or a session, a workspace (from the key, or the
  *   session's workspace header), and that permission.
  * - `auth: 'session'`: a first-party session only; with `:workspaceHandle` in the path the
- *   workspace is resolved from it (404 when not a member). May combine with `permission`.
+ *   workspace is resolved from it (404 when not a member). May combine with `permission`; then
+ *   without `:workspaceHandle` the workspace comes from the workspace header (required).
  * - `auth: 'principal'`: an API key or a session with a workspace, and no specific permission.
  * - `auth: 'public'`: no credential; the handler does its own checks (webhooks, sign-in).
  */

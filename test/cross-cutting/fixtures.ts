@@ -37,6 +37,15 @@ export const paramFactories: Record<string, ParamFactory> = {
     });
     return res.json().id;
   },
+  async installationId({ app, ws }) {
+    await app.inject({
+      method: 'POST',
+      url: '/api/v1/notifications/devices',
+      headers: ws.user.headers(ws.handle),
+      payload: { installationId: 'fixture-device', pushToken: 'ExponentPushToken[fixture]', platform: 'android', permissionStatus: 'granted' },
+    });
+    return 'fixture-device';
+  },
   async userCode({ app, ws }) {
     const res = await app.inject({ method: 'POST', url: '/api/v1/agent/auth/requests', payload: { agentName: 'fixture agent', workspaceHandle: ws.handle } });
     return res.json().userCode;
