@@ -50,7 +50,7 @@ export default definePlugin({
       const adapters = service.adapters();
       if (adapters.some((a) => a.outbound || a.inbound)) {
         // The sweeper re-queues stuck deliveries and drops expired replay keys.
-        await ctx.jobs.work(SWEEP_QUEUE, async () => service.sweep());
+        await ctx.jobs.work(SWEEP_QUEUE, async () => service.sweep(), { pollingIntervalSeconds: 5 });
         await ctx.jobs.schedule(SWEEP_QUEUE, ctx.config.sweepCron, {}, { key: 'all' });
       }
       if (adapters.some((a) => a.outbound)) {

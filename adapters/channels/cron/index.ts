@@ -74,7 +74,7 @@ export default defineAdapter({
                 raw: { schedule: config.schedule, tz: config.tz ?? 'UTC', firedAt: new Date().toISOString(), jobId: job.id },
               },
             ]);
-          });
+          }, { pollingIntervalSeconds: 2 });
         },
       }),
     );
