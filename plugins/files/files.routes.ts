@@ -186,7 +186,8 @@ export function rawRoutes(app: App, service: FilesService, maxDocumentBytes: num
     async (request, reply) => {
       const { fileId } = request.params;
       const { expires, sig, partNumber } = request.query;
-      const body = request.body as Readable;
+      // No body at all (Content-Length: 0) reaches no parser: treat it as empty content.
+      const body = (request.body as Readable | undefined) ?? Readable.from([]);
       try {
         service.verifyUploadSignature(fileId, partNumber, expires, sig);
       } catch (err) {

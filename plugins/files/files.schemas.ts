@@ -28,7 +28,10 @@ export const FileSchema = Type.Object(
     checksumSha256: Nullable(Type.String()),
     metadata: Nullable(Type.Record(Type.String(), Type.String())),
     source: Type.Union([Type.Literal('document'), Type.Literal('direct'), Type.Literal('multipart'), Type.Literal('externalUrl')]),
-    status: Type.Union([Type.Literal('pending_upload'), Type.Literal('uploading'), Type.Literal('importing'), Type.Literal('uploaded'), Type.Literal('failed')]),
+    status: Type.Union([Type.Literal('pending_upload'), Type.Literal('uploading'), Type.Literal('importing'), Type.Literal('uploaded'), Type.Literal('failed')], {
+      description:
+        'document: uploaded at once. direct: pending_upload, uploading while the server receives the PUT (local storage), then uploaded or failed. multipart: uploading until POST complete, then uploaded (or failed on a size/checksum mismatch). externalUrl: importing, then uploaded or failed. An upload not finished before its expiry is aborted and the file deleted.',
+    }),
     externalUrl: Nullable(Type.String()),
     etag: Nullable(Type.String()),
     errorMessage: Nullable(Type.String()),
@@ -55,7 +58,10 @@ export const DirectDescriptor = Type.Object(
     headers: Type.Record(Type.String(), Type.String(), { description: 'Headers to send with the PUT.' }),
     expiresAt: Timestamp,
   },
-  { description: 'Direct descriptor: one PUT of the whole body to `url` before `expiresAt` makes the file `uploaded` with no further call.' },
+  {
+    description:
+      'Direct descriptor: one PUT of the whole body to `url` before `expiresAt` makes the file `uploaded` with no further call. Local storage: the URL is the server\'s own signed upload target, which answers with the File once stored. S3: the URL is a presigned S3 PUT; nothing calls back, so the server completes the file (HeadObject, then size and SHA-256 from the object) at the next read of it (GET /files/{id}, its content, or the list) or at the next sweep (`sweepIntervalMs`), whichever comes first.',
+  },
 );
 
 export const MultipartDescriptor = Type.Object(

@@ -129,3 +129,31 @@ t.test('permissions: data.read', async (t) => {
   t.equal(d.json().details.requiredPermission, 'data.read');
   t.equal((await app.inject({ method: 'POST', url: '/api/v1/duckdb/query', payload: { sql: 'SELECT 1', sources: [] } })).statusCode, 401);
 });
+
+t.test('on the S3 backend: objects are copied to a temp file for the run and removed after', async (t) => {
+  const { startS3 } = await import('../../adapters/storage/s3rver.ts');
+  const s3adapter = (await import('../../../adapters/storage/s3/index.ts')).default;
+  const s3 = await startS3();
+  t.teardown(() => s3.close());
+  const s3app = await buildTestApp({
+    plugins: [workspaces, files, query, data, fileQuery],
+    adapters: [s3adapter, duckdb],
+    pluginConfig: { 'storage-s3': s3.config('fq-test'), files: { backend: 's3' } },
+  });
+  t.teardown(() => s3app.close());
+  const w = await setupWorkspace(s3app);
+  const created = await s3app.inject({ method: 'POST', url: '/api/v1/files', headers: w.auth, payload: { mode: 'direct', name: 'pq.parquet' } });
+  t.equal((await putTo(s3app, created.json().upload, readFileSync(parquetPath))).status, 200);
+  const id = created.json().file.id;
+  for (const source of [
+    { kind: 'local', name: 'e', fileId: id, format: 'parquet' },
+    { kind: 's3', name: 'e', key: `files/${id}`, format: 'parquet' },
+  ]) {
+    const r = await s3app.inject({ method: 'POST', url: '/api/v1/duckdb/query', headers: w.auth, payload: { sql: 'SELECT max(id) AS m FROM e', sources: [source] } });
+    t.equal(r.statusCode, 200, r.body);
+    t.same(r.json().records, [{ m: 999 }], source.kind);
+  }
+  const { readdir } = await import('node:fs/promises');
+  const tmpFiles = await readdir(path.join(s3app.config.dataDir, 'tmp', 'files')).catch(() => []);
+  t.same(tmpFiles, [], 'temp copies released');
+});

@@ -176,6 +176,12 @@ export function filesSuite(t: Test, backend: Backend): void {
       t.match(ok.json(), { id: file.id, status: 'uploaded', sizeBytes: 30 });
       const again = await app.inject({ method: 'PUT', url: `${u.pathname}${u.search}`, payload: 'x' });
       t.equal(again.statusCode, 409);
+      const empty = (await api('POST', '/files', { mode: 'direct', name: 'empty.txt' })).json();
+      const eu = new URL(empty.upload.url);
+      const put0 = await app.inject({ method: 'PUT', url: `${eu.pathname}${eu.search}` });
+      t.equal(put0.statusCode, 200, put0.body);
+      t.match(put0.json(), { status: 'uploaded', sizeBytes: 0, checksumSha256: sha('') });
+      t.equal((await api('GET', `/files/${empty.file.id}/content`)).body, '', 'an empty file reads back empty');
       const sized = (await api('POST', '/files', { mode: 'direct', name: 'sized.txt', sizeBytes: 5 })).json();
       const wrong = await putTo(app, sized.upload, 'too long body');
       t.equal(wrong.status, 400, 'a body of another size than declared is refused');
