@@ -5,7 +5,8 @@ import data from '../../../plugins/data/index.ts';
 import query from '../../../plugins/query/index.ts';
 import duckdb from '../../../adapters/query/duckdb/index.ts';
 
-const app = await buildTestApp({ plugins: [workspaces, query, data], adapters: [duckdb] });
+// csvStaging on here, so both load paths run over HTTP (sql-query tests use the row path).
+const app = await buildTestApp({ plugins: [workspaces, query, data], adapters: [duckdb], pluginConfig: { 'query-duckdb': { csvStaging: true } } });
 t.teardown(() => app.close());
 const ws = await setupWorkspace(app);
 const req = (method: string, url: string, payload?: unknown) => app.inject({ method: method as 'GET', url: `/api/v1${url}`, headers: ws.auth, payload: payload as object });
