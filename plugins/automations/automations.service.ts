@@ -238,15 +238,15 @@ export class AutomationsService {
   }
 
   async list(workspaceId: string): Promise<AutomationRecord[]> {
-    const { rows } = await this.db.pool.query('SELECT * FROM automations_automations WHERE workspace_id = $1 ORDER BY created_at, id', [workspaceId]);
+    const { rows } = await this.db.pool.query('SELECT a.*, (SELECT max(r.created_at) FROM automations_runs r WHERE r.automation_id = a.id) AS last_run_at FROM automations_automations a WHERE a.workspace_id = $1 ORDER BY a.created_at, a.id', [workspaceId]);
     return this.load(this.db.pool, workspaceId, rows);
   }
 
   /** By id or handle; another workspace's id is NotFound. */
   async get(workspaceId: string, idOrHandle: string, q: Queryable = this.db.pool): Promise<AutomationRecord> {
     const { rows } = isUuid(idOrHandle)
-      ? await q.query('SELECT * FROM automations_automations WHERE workspace_id = $1 AND id = $2', [workspaceId, idOrHandle])
-      : await q.query('SELECT * FROM automations_automations WHERE workspace_id = $1 AND handle = $2', [workspaceId, idOrHandle]);
+      ? await q.query('SELECT a.*, (SELECT max(r.created_at) FROM automations_runs r WHERE r.automation_id = a.id) AS last_run_at FROM automations_automations a WHERE a.workspace_id = $1 AND a.id = $2', [workspaceId, idOrHandle])
+      : await q.query('SELECT a.*, (SELECT max(r.created_at) FROM automations_runs r WHERE r.automation_id = a.id) AS last_run_at FROM automations_automations a WHERE a.workspace_id = $1 AND a.handle = $2', [workspaceId, idOrHandle]);
     if (rows.length === 0) throw new NotFound('Automation not found.');
     return (await this.load(q, workspaceId, rows))[0];
   }

@@ -12,7 +12,6 @@ export const migrations: Migration[] = [
         description text,
         enabled boolean NOT NULL DEFAULT true,
         script_source text NOT NULL,
-        last_run_at timestamptz,
         created_at timestamptz NOT NULL DEFAULT now(),
         updated_at timestamptz NOT NULL DEFAULT now(),
         UNIQUE (workspace_id, handle)

@@ -1,8 +1,9 @@
 /**
  * Runs: the only place automation scripts execute (through the core sandbox).
  *
- * - `start` records the run (`running`) with its `received` event and `lastRunAt` in one
- *   statement, deduplicated by delivery key (webhook delivery ids, schedule ticks, data events),
+ * - `start` records the run (`running`) with its `received` event in one statement (`lastRunAt`
+ *   is the newest run's `createdAt`, read from the runs index, so runs never contend on the
+ *   automation row), deduplicated by delivery key (webhook delivery ids, schedule ticks, data events),
  *   then executes it in this process; `done` settles when the run is persisted as `succeeded` or
  *   `failed`. A failed script is always a failed run.
  * - Log events (`console.*`), then a `result` or `error` event, are written with the final status
@@ -149,9 +150,7 @@ export class RunsService {
          RETURNING *),
        e AS (
          INSERT INTO automations_run_events (id, workspace_id, run_id, seq, type, level, message, payload)
-         SELECT $10, workspace_id, id, 0, 'received', 'info', $11, input FROM r),
-       u AS (
-         UPDATE automations_automations SET last_run_at = now() WHERE id = $3 AND EXISTS (SELECT 1 FROM r))
+         SELECT $10, workspace_id, id, 0, 'received', 'info', $11, input FROM r)
        SELECT * FROM r`,
       [id, a.workspaceId, a.id, trigger?.id ?? null, triggerType, trigger?.name ?? triggerType, inputJson, deliveryKey ?? null, String(deadlineMs), uuidv7(), `Received from ${label}`],
     );

@@ -124,11 +124,11 @@ t.test('a memory bomb fails with memory_limit and the next run works', async (t)
     'export default () => { let s = "x"; for (;;) s = s + s }',
     'export default () => { const a = []; for (let i = 0;; i++) a.push("y".repeat(4096) + i) }',
   ]) {
-    const r = await guarded.run({ code });
+    const r = await guarded.run({ code, limits: { cpuMs: 5000, timeoutMs: 20_000 } });
     t.equal(r.ok, false, code);
     t.ok(r.error?.code === 'memory_limit' || r.error?.code === 'cpu_limit', `${code}: ${r.error?.code} ${r.error?.message}`);
   }
-  const bomb = await guarded.run({ code: 'export default () => { const a = []; for (;;) a.push({ a: 1, b: [1, 2, 3] }) }', limits: { cpuMs: 2500 } });
+  const bomb = await guarded.run({ code: 'export default () => { const a = []; for (;;) a.push({ a: 1, b: [1, 2, 3] }) }', limits: { cpuMs: 5000, timeoutMs: 20_000 } });
   t.equal(bomb.error?.code, 'memory_limit');
   t.match(bomb.error?.message, /memory limit/);
   t.same((await guarded.run({ code: ok, input: { n: 2 } })).output, { doubled: 4 });

@@ -11,7 +11,7 @@ import automations from '../../../plugins/automations/index.ts';
 
 const app = await buildTestApp({
   plugins: [workspaces, automations],
-  pluginConfig: { automations: { timeoutMs: 3000, cpuMs: 1000, memoryMb: 16, manualWaitMs: 5000, recoveryIntervalMs: 100, recoveryGraceMs: 0 } },
+  pluginConfig: { automations: { timeoutMs: 15_000, cpuMs: 2000, memoryMb: 16, manualWaitMs: 5000, recoveryIntervalMs: 100, recoveryGraceMs: 0 } },
 });
 t.teardown(() => app.close());
 const ws = await setupWorkspace(app);
