@@ -11,9 +11,10 @@ import channelsSlack from './channels/slack/index.ts';
 import channelsSms from './channels/sms/index.ts';
 import channelsTelegram from './channels/telegram/index.ts';
 import channelsWebhook from './channels/webhook/index.ts';
+import modelsOpenai from './models/openai/index.ts';
 import pushExpo from './push/expo/index.ts';
 import queryDuckdb from './query/duckdb/index.ts';
 import storageLocal from './storage/local/index.ts';
 import storageS3 from './storage/s3/index.ts';
 
-export const adapters: AnyAdapter[] = [channelsApi, channelsWebhook, channelsSlack, channelsTelegram, channelsDiscord, channelsSms, channelsEmail, channelsCron, storageLocal, storageS3, queryDuckdb, pushExpo];
+export const adapters: AnyAdapter[] = [channelsApi, channelsWebhook, channelsSlack, channelsTelegram, channelsDiscord, channelsSms, channelsEmail, channelsCron, storageLocal, storageS3, queryDuckdb, pushExpo, modelsOpenai];

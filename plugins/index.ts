@@ -3,6 +3,7 @@
  */
 import type { AnyPlugin } from '../core/registry/index.ts';
 import agentAuth from './agent-auth/index.ts';
+import agents from './agents/index.ts';
 import automations from './automations/index.ts';
 import channels from './channels/index.ts';
 import consolePages from './console/index.ts';
@@ -18,4 +19,4 @@ import sqlQuery from './sql-query/index.ts';
 import workspaces from './workspaces/index.ts';
 import workflows from './workflows/index.ts';
 
-export const plugins: AnyPlugin[] = [workspaces, agentAuth, credentials, consolePages, notifications, openapi, channels, query, data, files, automations, explorer, sqlQuery, workflows, fileQuery];
+export const plugins: AnyPlugin[] = [workspaces, agentAuth, credentials, agents, consolePages, notifications, openapi, channels, query, data, files, automations, explorer, sqlQuery, workflows, fileQuery];

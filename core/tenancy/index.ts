@@ -29,3 +29,33 @@ export function scopedEm<E extends EntityManager>(em: E, workspaceId: string): E
   fork.setFilterParams(TENANT_FILTER, { workspaceId });
   return fork;
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const SLUG_ID = /-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
+
+export const isUuid = (s: string): boolean => UUID.test(s);
+
+/**
+ * What a path segment names (spec rule 6, for data definitions and agents): the id; a name-id
+ * slug `<name-slug>-<id>` (the trailing id decides); a handle; or the legacy handle URL form (a
+ * URL or path whose last segment is one of those).
+ */
+export function parsePathRef(segment: string): { id: string } | { handle: string } | null {
+  let s = segment.trim();
+  if (s.includes('/')) s = s.split('/').filter(Boolean).at(-1) ?? '';
+  if (!s) return null;
+  if (UUID.test(s)) return { id: s.toLowerCase() };
+  const m = SLUG_ID.exec(s);
+  if (m) return { id: m[1].toLowerCase() };
+  return { handle: s };
+}
+
+/** A URL-safe slug of a name: lowercase ASCII letters, digits and `sep`. */
+export function slugify(name: string, sep = '-'): string {
+  return name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, sep)
+    .replace(new RegExp(`^\\${sep}+|\\${sep}+$`, 'g'), '');
+}

@@ -46,6 +46,14 @@ export const paramFactories: Record<string, ParamFactory> = {
     });
     return 'fixture-device';
   },
+  async agentId({ app, ws }) {
+    const res = await app.inject({ method: 'POST', url: '/api/v1/agents', headers: ws.auth, payload: { name: `Fixture agent ${Date.now()}${Math.random()}` } });
+    return res.json().id;
+  },
+  async chatId({ app, ws, params }) {
+    const res = await app.inject({ method: 'POST', url: `/api/v1/agents/${params.agentId}/chats`, headers: ws.auth, payload: {} });
+    return res.json().id;
+  },
   async userCode({ app, ws }) {
     const res = await app.inject({ method: 'POST', url: '/api/v1/agent/auth/requests', payload: { agentName: 'fixture agent', workspaceHandle: ws.handle } });
     return res.json().userCode;
@@ -116,6 +124,7 @@ export const paramFactories: Record<string, ParamFactory> = {
  * keyed `METHOD /api/v1/path/:param` exactly as the route is declared.
  */
 export const sampleBodies: Record<string, unknown> = {
+  'POST /api/v1/agents/:agentId/chats/:chatId/messages': { content: 'hello' },
   'PATCH /api/v1/workspaces/:workspaceHandle/users/:userId': { role: 'editor' },
   'PATCH /api/v1/channels/:channelId': { name: 'renamed' },
   'POST /api/v1/channels/:channelId/threads': {},
