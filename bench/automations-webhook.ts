@@ -67,8 +67,10 @@ await load(hookUrl, { connections, seconds: 2, method: 'POST', headers: { 'conte
 await waitIdle();
 await trellis.db.query('DELETE FROM automations_runs');
 const baseline = await load(`${origin}/healthz`, { connections, seconds });
+const cpu0 = process.cpuUsage();
 const subject = await load(hookUrl, { connections, seconds, method: 'POST', headers: { 'content-type': 'application/json' }, body });
 await waitIdle();
+const cpu = process.cpuUsage(cpu0);
 
 const [stats] = await trellis.db.query<{ n: number; ok: number; p50: number; p99: number; window_ms: number }>(`
   SELECT count(*)::int AS n, count(*) FILTER (WHERE status = 'succeeded')::int AS ok,
@@ -81,6 +83,7 @@ console.log(row('baseline GET /healthz', baseline));
 console.log(row('webhook ack (202, run recorded)', subject));
 console.log(`webhook -> run succeeded: ${stats.ok}/${stats.n} runs succeeded, p50 ${stats.p50.toFixed(1)} ms, p99 ${stats.p99.toFixed(1)} ms (goal p50 <= 20 ms)`);
 console.log(`sustained: ${runsPerSec.toFixed(0)} runs/s over ${(stats.window_ms / 1000).toFixed(1)} s (goal >= 200 runs/s)`);
+console.log(`server process CPU (all threads, incl. sandbox workers) per run: ${((cpu.user + cpu.system) / 1000 / stats.ok).toFixed(2)} ms -> about ${(1000 / ((cpu.user + cpu.system) / 1000 / stats.ok)).toFixed(0)} runs/s per core of Node CPU (PostgreSQL not included); load average ${(await import('node:os')).loadavg()[0].toFixed(1)}`);
 console.log(`ratio webhook acks / healthz baseline: ${(subject.rps / baseline.rps).toFixed(2)}; runs/s / healthz req/s: ${(runsPerSec / baseline.rps).toFixed(3)}`);
 
 await trellis.close();
