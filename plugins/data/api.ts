@@ -77,10 +77,11 @@ export interface DataTable {
 
 /**
  * Row projection for query engines: each row is an array `[id, createdAt, updatedAt, ...fields]`
- * (fields in the order asked) with values typed per field type: text/select/date/timestamp/
- * relationship as strings (a relationship with several ids as a JSON array text), number as JS
- * number, boolean, json as JSON text, files/multi-select as string arrays; createdAt and updatedAt as epoch milliseconds, timestamp fields as ISO strings;
- * values that do not fit the field type (after a type change) as null.
+ * (fields in the order asked): createdAt and updatedAt as epoch milliseconds; text, select,
+ * number, boolean, date and timestamp fields as the text of the stored value (the engine converts
+ * it to the column type; a value that does not convert, e.g. after a type change, is NULL);
+ * json as JSON text; files/multi-select as string arrays; relationship as the id (several ids as
+ * a JSON array text).
  */
 export interface DataTablesService {
   /** The live definitions of a workspace with their data versions. */

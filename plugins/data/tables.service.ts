@@ -24,15 +24,15 @@ const COLUMN_TYPES: Record<FieldDef['type'], QueryColumnType> = {
   'multi-select': 'VARCHAR[]',
 };
 
+/**
+ * The column expression of a field. Scalars are the plain text of the stored value (cheapest for
+ * PostgreSQL; the engine converts it to the column type, NULL when it does not convert).
+ */
 function projection(handle: string, f: FieldDef | undefined): string {
   if (!f || !SAFE.test(handle)) return 'NULL';
   const v = `r.data->'${handle}'`;
   const is = (t: string) => `jsonb_typeof(${v}) = '${t}'`;
   switch (f.type) {
-    case 'number':
-      return `CASE WHEN ${is('number')} THEN (${v})::float8 END`;
-    case 'boolean':
-      return `CASE WHEN ${is('boolean')} THEN (${v})::boolean END`;
     case 'json':
       return `(${v})::text`;
     case 'files':
@@ -40,12 +40,8 @@ function projection(handle: string, f: FieldDef | undefined): string {
       return `CASE WHEN ${is('array')} THEN ARRAY(SELECT jsonb_array_elements_text(${v})) END`;
     case 'relationship':
       return `CASE WHEN ${is('string')} THEN r.data->>'${handle}' WHEN ${is('array')} AND jsonb_array_length(${v}) = 1 THEN ${v}->>0 WHEN ${is('array')} THEN (${v})::text END`;
-    case 'date':
-      return `CASE WHEN ${is('string')} AND r.data->>'${handle}' ~ '^\\d{4}-\\d{2}-\\d{2}$' THEN r.data->>'${handle}' END`;
-    case 'timestamp':
-      return `CASE WHEN ${is('string')} THEN r.data->>'${handle}' END`;
     default:
-      return `CASE WHEN ${is('string')} THEN r.data->>'${handle}' END`;
+      return `r.data->>'${handle}'`;
   }
 }
 

@@ -27,9 +27,10 @@ export interface DatasetColumn {
 
 /**
  * One table the host makes visible to a run. Values in `load()` rows follow `columns`:
- * VARCHAR/JSON string, DOUBLE number, BIGINT number|bigint, BOOLEAN boolean, DATE 'YYYY-MM-DD'
- * string, Date or epoch-ms number, TIMESTAMP Date, ISO string or epoch-ms number (UTC),
- * VARCHAR[] string[]; null anywhere.
+ * VARCHAR/JSON string; DOUBLE number or numeric string; BIGINT bigint, number or integer string;
+ * BOOLEAN boolean or 'true'/'false'; DATE 'YYYY-MM-DD' string, Date or epoch-ms number; TIMESTAMP
+ * Date, ISO string or epoch-ms number (UTC); VARCHAR[] string[]; null anywhere. A value that does
+ * not convert to its column type is stored as NULL.
  */
 export interface Dataset {
   /** Stable id of the dataset within its scope (e.g. the data definition id). */

@@ -133,9 +133,11 @@ function toInput(v: unknown, type: DatasetColumn['type']): DuckDBValue {
     case 'DOUBLE':
       return typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : null;
     case 'BIGINT':
-      return typeof v === 'bigint' ? v : typeof v === 'number' && Number.isFinite(v) ? BigInt(Math.trunc(v)) : null;
+      if (typeof v === 'bigint') return v;
+      if (typeof v === 'number') return Number.isFinite(v) ? BigInt(Math.trunc(v)) : null;
+      return typeof v === 'string' && /^-?\d{1,19}$/.test(v) ? BigInt(v) : null;
     case 'BOOLEAN':
-      return typeof v === 'boolean' ? v : null;
+      return typeof v === 'boolean' ? v : v === 'true' ? true : v === 'false' ? false : null;
     case 'DATE': {
       const ms = epochMs(v);
       return ms === null ? null : dateValue(Math.floor(ms / DAY_MS));

@@ -208,3 +208,17 @@ t.test('permissions and validation', async (t) => {
   t.equal((await req('POST', '/data/sql-query', ws.auth, { sql: 'SELECT 1', extra: 1 })).statusCode, 400);
   t.equal((await req('POST', '/data/sql-query', ws.auth, {})).statusCode, 400);
 });
+
+t.test('after a field type change, stored values convert or read as NULL', async (t) => {
+  const d = (await req('POST', '/data-definitions', ws.auth, { name: 'Changing', fields: { v: { name: 'V', type: 'text' }, flag: { name: 'F', type: 'text' } } })).json();
+  await req('POST', `/data-definitions/${d.id}/data/upsert-many`, ws.auth, { rows: [{ data: { v: 'abc', flag: 'maybe' } }, { data: { v: '12', flag: 'true' } }] });
+  t.same((await sql('SELECT v FROM changing ORDER BY v')).json().table.rows, [['12'], ['abc']]);
+  const p = await req('PATCH', `/data-definitions/${d.id}`, ws.auth, { fields: { v: { name: 'V', type: 'number' }, flag: { name: 'F', type: 'boolean' } } });
+  t.equal(p.statusCode, 200);
+  const res = await sql('SELECT v, flag FROM changing ORDER BY v NULLS FIRST');
+  t.equal(res.statusCode, 200, res.body);
+  t.same(res.json().table.rows, [
+    [null, null],
+    [12, true],
+  ]);
+});
