@@ -131,3 +131,14 @@ t.test('permissions: viewer reads, cannot write; editor writes', async (t) => {
   t.equal((await req('DELETE', `/data-definitions/${made.json().id}`, v)).statusCode, 403);
   t.equal((await req('GET', '/data-definitions', {})).statusCode, 401);
 });
+
+t.test('a first-party session works with the workspace header; a non-member gets 404', async (t) => {
+  const made = await req('POST', '/data-definitions', ws.user.headers(ws.handle), { name: 'Via session' });
+  t.equal(made.statusCode, 201, made.body);
+  t.equal((await req('GET', `/data-definitions/${made.json().id}`, ws.user.headers(ws.handle))).statusCode, 200);
+  const noHeader = await req('GET', '/data-definitions', { cookie: ws.user.cookie });
+  t.equal(noHeader.statusCode, 400);
+  t.equal(noHeader.json().code, 'workspace_context_required');
+  const stranger = await req('GET', `/data-definitions/${made.json().id}`, other.user.headers(ws.handle));
+  t.equal(stranger.statusCode, 404, 'not a member of that workspace');
+});
