@@ -33,7 +33,7 @@ import {
   type QuickJSWASMModule,
 } from 'quickjs-emscripten';
 import type { SafeFetch } from '../net/index.ts';
-import { WorkerPool } from './pool.ts';
+import { PoolBusyError, WorkerPool, type PoolSlot } from './pool.ts';
 
 export interface SandboxLimits {
   /** Wall-clock deadline of a run, host calls included (ms). */
@@ -331,7 +331,14 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
 async function runInWorker(pool: WorkerPool, sandboxOpts: SandboxOptions, limits: SandboxLimits, opts: RunOptions): Promise<RunResult> {
   const prepared = prepareRun(sandboxOpts, opts);
   if ('ok' in prepared) return prepared;
-  const slot = await pool.acquire();
+  let slot: PoolSlot;
+  try {
+    // Waiting for a worker may take at most one more timeout (the run's deadline starts when it gets one).
+    slot = await pool.acquire(limits.timeoutMs);
+  } catch (err) {
+    const busy = err instanceof PoolBusyError;
+    return { ok: false, output: null, error: { code: busy ? 'timeout' : 'internal', name: 'SandboxError', message: (err as Error).message }, logs: [], durationMs: 0, cpuMs: 0 };
+  }
   const started = performance.now();
   const wallDeadline = Date.now() + limits.timeoutMs;
   const hostCall = makeHostCall(sandboxOpts, opts, limits, wallDeadline);

@@ -7,6 +7,13 @@
  */
 import { Worker } from 'node:worker_threads';
 
+export class PoolBusyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PoolBusyError';
+  }
+}
+
 export interface PoolSlot {
   worker: Worker;
   dead: boolean;
@@ -29,14 +36,35 @@ export class WorkerPool {
     return this.#slots.size;
   }
 
-  acquire(): Promise<PoolSlot> {
+  /** A free worker; rejects with `PoolBusyError` when none frees up within `waitMs`. */
+  acquire(waitMs = Infinity): Promise<PoolSlot> {
     if (this.#closed) return Promise.reject(new Error('The sandbox is closed.'));
     for (;;) {
       const s = this.#idle.pop();
       if (!s) break;
       if (!s.dead) return Promise.resolve(s);
     }
-    const p = new Promise<PoolSlot>((resolve, reject) => this.#waiters.push({ resolve, reject }));
+    const p = new Promise<PoolSlot>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const waiter = {
+        resolve: (s: PoolSlot) => {
+          clearTimeout(timer);
+          resolve(s);
+        },
+        reject: (e: Error) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      };
+      this.#waiters.push(waiter);
+      if (Number.isFinite(waitMs)) {
+        timer = setTimeout(() => {
+          const i = this.#waiters.indexOf(waiter);
+          if (i >= 0) this.#waiters.splice(i, 1);
+          reject(new PoolBusyError(`No sandbox worker became free within ${waitMs} ms (all ${this.#max} are busy).`));
+        }, waitMs);
+      }
+    });
     this.#grow();
     return p;
   }

@@ -197,6 +197,10 @@ export function webhookRoutes(app: App, d: RouteDeps): void {
     '/automations/webhooks/:publicId/:secret',
     {
       config: { auth: 'public' },
+      // The URL carries the webhook secret: never log it.
+      logSerializers: {
+        req: (req: { method: string; url: string; id?: string }) => ({ method: req.method, url: req.url.replace(/(\/webhooks\/[^/]+\/)[^/?]+/, '$1[redacted]'), id: req.id }),
+      },
       schema: {
         tags,
         summary: 'Deliver a webhook: starts the automation',

@@ -8,9 +8,9 @@
  *   `failed`. A failed script is always a failed run.
  * - Log events (`console.*`), then a `result` or `error` event, are written with the final status
  *   in one transaction.
- * - Recovery policy: a run still `running` after its deadline (`startedAt` + the sandbox timeout +
- *   a grace period) can only belong to a process that died, because the sandbox's wall-clock
- *   limit ends every live run before it. Every node sweeps such runs at start and periodically and
+ * - Recovery policy: a run still `running` after its deadline (`startedAt` + twice the sandbox
+ *   timeout (waiting for a free sandbox worker, then running) + a grace period) can only belong
+ *   to a process that died, because the sandbox ends every live run before it. Every node sweeps such runs at start and periodically and
  *   marks them `failed` with error code `interrupted` (never retried automatically: scripts may have
  *   side effects). At shutdown, runs in flight are cancelled and recorded as failed.
  */
@@ -140,7 +140,8 @@ export class RunsService {
   async start(a: AutomationRecord, trigger: TriggerRecord | null, triggerType: string, input: unknown, deliveryKey?: string | null): Promise<StartedRun> {
     const id = uuidv7();
     const inputJson = JSON.stringify(input === undefined ? null : input);
-    const deadlineMs = this.cfg.timeoutMs + this.cfg.recoveryGraceMs;
+    // A run may wait up to one timeout for a sandbox worker, then run for up to one timeout.
+    const deadlineMs = 2 * this.cfg.timeoutMs + this.cfg.recoveryGraceMs;
     const label = trigger ? `${trigger.type} trigger '${trigger.name}'` : `${triggerType} run`;
     const rows = await this.db.query(
       `WITH r AS (

@@ -309,3 +309,19 @@ t.test('inline mode (same thread) runs and limits scripts too', async (t) => {
   t.equal((await inline.run({ code: 'export default () => { for (;;) {} }' })).error?.code, 'cpu_limit');
   t.equal((await inline.run({ code: 'export default () => new Promise(() => {})' })).error?.code, 'never_settled');
 });
+
+t.test('a full worker pool makes later runs wait, at most one timeout', async (t) => {
+  const single = createSandbox({ maxWorkers: 1, limits: { timeoutMs: 3000 } });
+  t.teardown(() => single.close());
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const holder = single.run({ code: 'export default async (i, ctx) => ctx.resources.g.wait()', capabilities: { resources: { g: { wait: async () => (await gate, 'held') } } } });
+  const starved = await single.run({ code: ok, input: { n: 1 }, limits: { timeoutMs: 200 } });
+  t.equal(starved.ok, false);
+  t.equal(starved.error?.code, 'timeout');
+  t.match(starved.error?.message, /No sandbox worker became free/);
+  const queued = single.run({ code: ok, input: { n: 2 } });
+  release();
+  t.equal((await holder).output, 'held');
+  t.same((await queued).output, { doubled: 4 }, 'a waiting run gets the worker when it frees up');
+});
