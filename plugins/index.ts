@@ -12,6 +12,7 @@ import data from './data/index.ts';
 import explorer from './explorer/index.ts';
 import fileQuery from './file-query/index.ts';
 import files from './files/index.ts';
+import mcp from './mcp/index.ts';
 import notifications from './notifications/index.ts';
 import openapi from './openapi/index.ts';
 import query from './query/index.ts';
@@ -19,4 +20,4 @@ import sqlQuery from './sql-query/index.ts';
 import workspaces from './workspaces/index.ts';
 import workflows from './workflows/index.ts';
 
-export const plugins: AnyPlugin[] = [workspaces, agentAuth, credentials, agents, consolePages, notifications, openapi, channels, query, data, files, automations, explorer, sqlQuery, workflows, fileQuery];
+export const plugins: AnyPlugin[] = [workspaces, agentAuth, mcp, credentials, agents, consolePages, notifications, openapi, channels, query, data, files, automations, explorer, sqlQuery, workflows, fileQuery];
