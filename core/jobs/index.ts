@@ -28,7 +28,8 @@ export interface Jobs {
   /** Creates the queue if missing. */
   queue(name: string, options?: QueueOptions): Promise<void>;
   send<T extends object>(name: string, data: T, options?: SendOptions): Promise<string | null>;
-  work<T>(name: string, handler: JobHandler<T>, options?: { batchSize?: number; pollingIntervalSeconds?: number }): Promise<void>;
+  /** `concurrency`: jobs of this queue this node runs at once (pg-boss localConcurrency). */
+  work<T>(name: string, handler: JobHandler<T>, options?: { batchSize?: number; pollingIntervalSeconds?: number; concurrency?: number }): Promise<void>;
   /** A cron schedule (minute granularity) keyed by `key`; every node may call this, it fires once. */
   schedule(name: string, cron: string, data: object, options?: { tz?: string; key?: string }): Promise<void>;
   unschedule(name: string, key?: string): Promise<void>;
@@ -63,7 +64,7 @@ export function createJobs(connectionString: string, logger: FastifyBaseLogger):
     },
     async work(name, handler, options = {}) {
       const b = await queue(name);
-      await b.work(name, { batchSize: options.batchSize ?? 1, pollingIntervalSeconds: options.pollingIntervalSeconds ?? 0.5 }, async (jobs) => {
+      await b.work(name, { batchSize: options.batchSize ?? 1, pollingIntervalSeconds: options.pollingIntervalSeconds ?? 0.5, localConcurrency: options.concurrency ?? 1 }, async (jobs) => {
         for (const job of jobs) await handler(job.data as never, { id: job.id, retryCount: (job as { retryCount?: number }).retryCount ?? 0 });
       });
     },
