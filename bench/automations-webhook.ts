@@ -11,6 +11,9 @@
  * Baseline, same run and load: GET /healthz (the HTTP floor of this server).
  * Goals (issue 5): p50 <= 20 ms and >= 200 runs/s on this 2-core machine.
  */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { buildApp } from '../core/app.ts';
 import { loadConfig } from '../core/config/index.ts';
 import workspaces from '../plugins/workspaces/index.ts';
@@ -19,6 +22,8 @@ import { benchDatabase, envInt, load, row } from './lib.ts';
 
 const connections = envInt('BENCH_CONNECTIONS', 20);
 const seconds = envInt('BENCH_SECONDS', 10);
+/** Offered load of the fixed-rate phase (runs/s), below saturation, where latency is not queueing. */
+const rate = envInt('BENCH_RATE', 150);
 
 const db = await benchDatabase();
 const config = loadConfig({ TRELLIS_DATA_DIR: `/tmp/trellis-bench-data-${process.pid}`, TRELLIS_LOG_LEVEL: 'silent', TRELLIS_DB_POOL_SIZE: '20' });
@@ -72,12 +77,13 @@ const subject = await load(hookUrl, { connections, seconds, method: 'POST', head
 await waitIdle();
 const cpu = process.cpuUsage(cpu0);
 
-const [stats] = await trellis.db.query<{ n: number; ok: number; p50: number; p99: number; window_ms: number }>(`
+const statsSql = `
   SELECT count(*)::int AS n, count(*) FILTER (WHERE status = 'succeeded')::int AS ok,
     percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - created_at) * 1000) AS p50,
     percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - created_at) * 1000) AS p99,
     extract(epoch FROM max(finished_at) - min(created_at)) * 1000 AS window_ms
-  FROM automations_runs`);
+  FROM automations_runs`;
+const [stats] = await trellis.db.query<{ n: number; ok: number; p50: number; p99: number; window_ms: number }>(statsSql);
 const runsPerSec = (stats.ok / stats.window_ms) * 1000;
 console.log(row('baseline GET /healthz', baseline));
 console.log(row('webhook ack (202, run recorded)', subject));
@@ -85,6 +91,18 @@ console.log(`webhook -> run succeeded: ${stats.ok}/${stats.n} runs succeeded, p5
 console.log(`sustained: ${runsPerSec.toFixed(0)} runs/s over ${(stats.window_ms / 1000).toFixed(1)} s (goal >= 200 runs/s)`);
 console.log(`server process CPU (all threads, incl. sandbox workers) per run: ${((cpu.user + cpu.system) / 1000 / stats.ok).toFixed(2)} ms -> about ${(1000 / ((cpu.user + cpu.system) / 1000 / stats.ok)).toFixed(0)} runs/s per core of Node CPU (PostgreSQL not included); load average ${(await import('node:os')).loadavg()[0].toFixed(1)}`);
 console.log(`ratio webhook acks / healthz baseline: ${(subject.rps / baseline.rps).toFixed(2)}; runs/s / healthz req/s: ${(runsPerSec / baseline.rps).toFixed(3)}`);
+
+// Fixed offered rate (autocannon --overallRate), same 20 connections: latency without saturation.
+await trellis.db.query('DELETE FROM automations_runs');
+await promisify(execFile)(path.resolve(import.meta.dirname, '../node_modules/.bin/autocannon'), ['-c', String(connections), '-d', String(seconds), '-R', String(rate), '-m', 'POST', '-H', 'content-type=application/json', '-b', body, '--json', hookUrl], { maxBuffer: 64 * 1024 * 1024 });
+await waitIdle();
+const [fixed] = await trellis.db.query<{ n: number; ok: number; p50: number; p99: number; window_ms: number }>(statsSql);
+const [split] = await trellis.db.query<{ before: number; after: number }>(`
+  SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM (e.meta->>'at')::timestamptz - r.created_at) * 1000) AS before,
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM r.finished_at - (e.meta->>'at')::timestamptz) * 1000) AS after
+  FROM automations_runs r JOIN automations_run_events e ON e.run_id = r.id AND e.type = 'log'`);
+console.log(`  p50 split: receipt -> script's console.log ${split.before.toFixed(1)} ms, console.log -> result persisted ${split.after.toFixed(1)} ms`);
+console.log(`at a fixed ${rate} deliveries/s (${connections} connections): ${fixed.ok}/${fixed.n} succeeded, webhook -> run succeeded p50 ${fixed.p50.toFixed(1)} ms, p99 ${fixed.p99.toFixed(1)} ms`);
 
 await trellis.close();
 await db.close();
