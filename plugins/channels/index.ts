@@ -55,7 +55,7 @@ export default definePlugin({
       }
       if (adapters.some((a) => a.outbound)) {
         // Several workers: one slow platform must not hold every other channel's deliveries.
-        for (let i = 0; i < ctx.config.deliveryConcurrency; i++) await ctx.jobs.work<{ messageId: string }>(DELIVER_QUEUE, async (data) => service.deliver(data.messageId));
+        await ctx.jobs.work<{ messageId: string }>(DELIVER_QUEUE, async (data) => service.deliver(data.messageId), { concurrency: ctx.config.deliveryConcurrency });
       }
       const runtime = { ingest: service.ingest.bind(service), channel: service.loadAdapterChannel.bind(service) };
       for (const a of adapters) await a.start?.(runtime);
