@@ -10,21 +10,11 @@ import { Conflict, InvalidRequest, NotFound } from '../../core/errors/index.ts';
 import type { Role } from '../../core/identity/entities.ts';
 import type { WorkspaceRef } from '../../core/auth/guard.ts';
 import type { Identity } from '../../core/registry/index.ts';
+import { slugify } from '../../core/tenancy/index.ts';
 import { Invitation } from './entities.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
-
-export function slugify(name: string): string {
-  return name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 48)
-    .replace(/-+$/g, '');
-}
 
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
 
@@ -52,7 +42,7 @@ export class WorkspacesService {
   }
 
   async create(userId: string, name: string) {
-    const handle = slugify(name);
+    const handle = slugify(name).slice(0, 48).replace(/-+$/g, '');
     if (!handle) throw new InvalidRequest('The workspace name needs at least one letter or digit.');
     const id = uuidv7();
     try {
