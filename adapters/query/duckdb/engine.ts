@@ -421,7 +421,16 @@ export class DuckDbEngine implements QueryEngine {
     sb.lastUsed = Date.now();
     try {
       let warm = true;
-      for (const ds of used) if (!(await this.ensure(sb, ds))) warm = false;
+      for (const ds of used) {
+        try {
+          if (!(await this.ensure(sb, ds))) warm = false;
+        } catch (err) {
+          // A table too large for the sandbox's memory limit is the caller's 400; anything else
+          // (the host's store failing) stays a 500.
+          if (/Out of Memory Error|could not allocate/i.test((err as Error).message ?? '')) throw new QueryResourcesExceeded(`Loading table '${ds.names[0]}' needs more memory than the query engine allows.`);
+          throw err;
+        }
+      }
       const result = await this.execute(sb.instance, req);
       return { ...result, warm, executionTimeMs: performance.now() - started };
     } finally {

@@ -76,3 +76,21 @@ t.test('bulk CSV loads through a private staging directory: exact values, nothin
   t.same(readdirSync(path.join(staging, 'x', dirs[0])), [], 'the staged file is removed after the load');
   await t.rejects(e.run({ sql: `SELECT * FROM read_csv('${path.join(staging, 'x', dirs[0])}/data_1.csv')`, scope: 's', datasets: [ds], maxRows: 10, timeoutMs: 5000 }), { code: 'sql_not_allowed' });
 });
+
+t.test('a dataset too large for the memory limit fails the query with query_resources_exceeded; the engine keeps working', async (t) => {
+  const small = new DuckDbEngine({ name: 'duckdb', memoryLimitMb: 16, threads: 1, maxSandboxes: 2 });
+  t.teardown(() => small.close());
+  const big = {
+    key: 'big',
+    names: ['big'],
+    version: '1',
+    columns: [{ name: 'id', type: 'VARCHAR' as const }, { name: 's', type: 'VARCHAR' as const }],
+    async *load() {
+      const pad = 'x'.repeat(1000);
+      for (let b = 0; b < 100; b++) yield Array.from({ length: 1000 }, (_, i) => [`${b}-${i}`, `${pad}${b}-${i}`]);
+    },
+  };
+  await t.rejects(small.run({ sql: 'SELECT count(*) FROM big', scope: 's', datasets: [big], maxRows: 10, timeoutMs: 10_000 }), { code: 'query_resources_exceeded' });
+  const ok = await small.run({ sql: 'SELECT 1 AS x', scope: 's', maxRows: 10, timeoutMs: 5000 });
+  t.same(ok.rows, [[1]]);
+});
