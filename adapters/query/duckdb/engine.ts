@@ -189,6 +189,14 @@ export class DuckDbEngine implements QueryEngine {
   }
 
   async analyze(sql: string): Promise<SqlAnalysis> {
+    try {
+      return await this.analyzeUnmapped(sql);
+    } catch (err) {
+      throw mapError(err);
+    }
+  }
+
+  private async analyzeUnmapped(sql: string): Promise<SqlAnalysis> {
     const conn = await (await this.parserInstance()).connect();
     try {
       let count: number;

@@ -222,3 +222,11 @@ t.test('after a field type change, stored values convert or read as NULL', async
     [12, true],
   ]);
 });
+
+t.test('malformed SQL never answers 500', async (t) => {
+  const inputs = [';', ';;', '/*', '--', 'SELECT', "SELECT '", 'WITH', 'WITH x AS (SELECT 1)', 'SELECT * FROM (', '\u0000', 'SELECT \u0000', 'SELECT 1 /* unterminated', '🙂', 'SELECT $1', 'SELECT ?', 'SELECT * FROM order_items WHERE', 'SELECT 1/0', "SELECT 'a'::INTEGER", 'SELECT * FROM range(-1)', 'VALUES (1)', 'FROM order_items', 'SELECT ' + 'x, '.repeat(3000) + '1', '('.repeat(500) + 'SELECT 1' + ')'.repeat(500)];
+  for (const s of inputs) {
+    const res = await req('POST', '/data/sql-query', ws.auth, { sql: s });
+    t.ok([200, 400].includes(res.statusCode), `${JSON.stringify(s).slice(0, 60)} -> ${res.statusCode} ${res.body.slice(0, 200)}`);
+  }
+});
