@@ -674,25 +674,37 @@ export class FilesService {
     const rows = await this.#db.query<FileRow>('SELECT * FROM files_files WHERE id = $1 AND deleted_at IS NULL', [fileId]);
     const row = rows[0];
     if (!row || row.source !== 'direct') throw new NotFound('File was not found.');
-    if (row.status !== 'pending_upload') throw new Conflict(`This upload URL was already used (status '${row.status}').`, { status: row.status });
+    const stale = row.status === 'uploading' && (!row.busy_until || row.busy_until < new Date());
+    if (row.status !== 'pending_upload' && !stale) throw new Conflict(`This upload URL was already used (status '${row.status}').`, { status: row.status });
     const declared = row.declared_size_bytes === null ? null : Number(row.declared_size_bytes);
     if (declared !== null && contentLength !== undefined && contentLength !== declared) {
       throw new InvalidRequest(`The body has ${contentLength} bytes; ${declared} were declared.`);
     }
+    // A lease, renewed while the body streams: if this node dies mid-upload the lease lapses and
+    // the same URL can be used again (until it expires).
     const claimed = await this.#db.query<FileRow>(
-      `UPDATE files_files SET status = 'uploading', updated_at = now() WHERE id = $1 AND status = 'pending_upload' AND deleted_at IS NULL RETURNING *`,
+      `UPDATE files_files SET status = 'uploading', busy_until = now() + interval '2 minutes', updated_at = now()
+       WHERE id = $1 AND deleted_at IS NULL AND (status = 'pending_upload' OR (status = 'uploading' AND (busy_until IS NULL OR busy_until < now())))
+       RETURNING *`,
       [fileId],
     );
-    if (!claimed[0]) throw new Conflict('This upload URL was already used.');
+    if (!claimed[0]) throw new Conflict('This upload URL is in use or was already used.');
+    const renew = setInterval(() => {
+      void this.#db
+        .query(`UPDATE files_files SET busy_until = now() + interval '2 minutes' WHERE id = $1 AND status = 'uploading'`, [fileId])
+        .catch((err: unknown) => this.#log.warn({ err, fileId }, 'renewing an upload lease failed'));
+    }, 30_000);
     const meter = new Meter(declared ?? this.#config.maxFileSizeBytes);
     let stored;
     try {
       stored = await this.#storage.put(row.storage_key!, body.pipe(meter), { contentType: row.content_type ?? undefined });
     } catch (err) {
       // The client can try again with the same URL.
-      await this.#db.query(`UPDATE files_files SET status = 'pending_upload', updated_at = now() WHERE id = $1 AND status = 'uploading'`, [fileId]);
+      await this.#db.query(`UPDATE files_files SET status = 'pending_upload', busy_until = NULL, updated_at = now() WHERE id = $1 AND status = 'uploading'`, [fileId]);
       body.resume();
       throw err;
+    } finally {
+      clearInterval(renew);
     }
     return this.#finish(claimed[0], { sizeBytes: meter.bytes, sha: meter.hash.digest('hex'), etag: stored.etag, fromStatus: 'uploading' });
   }

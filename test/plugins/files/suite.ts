@@ -176,6 +176,17 @@ export function filesSuite(t: Test, backend: Backend): void {
       t.match(ok.json(), { id: file.id, status: 'uploaded', sizeBytes: 30 });
       const again = await app.inject({ method: 'PUT', url: `${u.pathname}${u.search}`, payload: 'x' });
       t.equal(again.statusCode, 409);
+
+      // A node that died while receiving a PUT leaves the file `uploading` with a lease that
+      // lapses; the same URL then works again.
+      const crashed = (await api('POST', '/files', { mode: 'direct', name: 'retry.txt' })).json();
+      await app.trellis.db.query(`UPDATE files_files SET status = 'uploading', busy_until = now() - interval '1 second' WHERE id = $1`, [crashed.file.id]);
+      t.equal((await api('GET', `/files/${crashed.file.id}`)).json().status, 'uploading');
+      const retried = await putTo(app, crashed.upload, 'second try');
+      t.equal(retried.status, 200, 'the upload URL works again once the lease lapsed');
+      const held = (await api('POST', '/files', { mode: 'direct', name: 'held.txt' })).json();
+      await app.trellis.db.query(`UPDATE files_files SET status = 'uploading', busy_until = now() + interval '1 minute' WHERE id = $1`, [held.file.id]);
+      t.equal((await putTo(app, held.upload, 'x')).status, 409, 'not while another upload holds the lease');
       const empty = (await api('POST', '/files', { mode: 'direct', name: 'empty.txt' })).json();
       const eu = new URL(empty.upload.url);
       const put0 = await app.inject({ method: 'PUT', url: `${eu.pathname}${eu.search}` });
