@@ -166,6 +166,8 @@ export const DATA_EVENTS = ['created', 'updated', 'deleted'] as const;
 export interface ScheduleSync {
   sync(trigger: TriggerRecord, automationEnabled: boolean): Promise<void>;
   remove(triggerId: string): Promise<void>;
+  /** Called after any change to a workspace's automations (clears trigger caches). */
+  changed?(workspaceId: string): void;
 }
 
 export class AutomationsService {
@@ -267,6 +269,7 @@ export class AutomationsService {
       await this.writeTriggers(c, workspaceId, id, triggers, []);
       return this.get(workspaceId, id, c);
     });
+    this.scheduleSync?.changed?.(workspaceId);
     await this.syncSchedules(created);
     return created;
   }
@@ -299,6 +302,7 @@ export class AutomationsService {
       if (triggers) await this.writeTriggers(c, workspaceId, current.id, triggers, current.triggers);
       return this.get(workspaceId, current.id, c);
     });
+    this.scheduleSync?.changed?.(workspaceId);
     for (const id of removedTriggers) await this.scheduleSync?.remove(id);
     await this.syncSchedules(updated);
     return updated;
@@ -307,6 +311,7 @@ export class AutomationsService {
   async delete(workspaceId: string, idOrHandle: string): Promise<void> {
     const current = await this.get(workspaceId, idOrHandle);
     await this.db.query('DELETE FROM automations_automations WHERE workspace_id = $1 AND id = $2', [workspaceId, current.id]);
+    this.scheduleSync?.changed?.(workspaceId);
     for (const t of current.triggers) if (t.type === 'schedule') await this.scheduleSync?.remove(t.id);
   }
 

@@ -48,7 +48,11 @@ export default definePlugin({
     const store = new AutomationsService(ctx.db, ctx.secrets, services, ctx.core.baseUrl);
     const runs = new RunsService(ctx.db, sandbox, services, { timeoutMs: c.timeoutMs, recoveryGraceMs: c.recoveryGraceMs }, ctx.logger);
     const triggers = new TriggerRuntime(store, runs, ctx.jobs, ctx.events, ctx.logger);
-    store.scheduleSync = { sync: (t, enabled) => triggers.syncSchedule(t, enabled), remove: (id) => triggers.removeSchedule(id) };
+    store.scheduleSync = {
+      sync: (t, enabled) => triggers.syncSchedule(t, enabled),
+      remove: (id) => triggers.removeSchedule(id),
+      changed: (workspaceId) => triggers.invalidateDataTriggers(workspaceId),
+    };
 
     const deps = { store, runs, secrets: ctx.secrets, manualWaitMs: c.manualWaitMs };
     ctx.routes((app) => automationsRoutes(app, deps));

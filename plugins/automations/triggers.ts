@@ -27,6 +27,7 @@ export const RUN_QUEUE = 'automations.run';
 export const SCHEDULE_QUEUE = 'automations.schedule';
 
 const TOLERANCE_S = 5 * 60;
+const DATA_TRIGGER_CACHE_MS = 2000;
 
 /** Standard Webhooks (https://www.standardwebhooks.com) signature check. */
 export function verifyStandardWebhook(secret: string, headers: Record<string, string | string[] | undefined>, body: string, nowMs = Date.now()): string | null {
@@ -131,9 +132,30 @@ export class TriggerRuntime {
 
   // --- data events --------------------------------------------------------------------------
 
+  /**
+   * Enabled data_event triggers per workspace, cached briefly so a bulk write (one event per row)
+   * costs one lookup. Changes on this node clear the cache at once; another node's changes show
+   * within DATA_TRIGGER_CACHE_MS (a trigger disabled meanwhile is re-checked when its run starts).
+   */
+  private readonly dataTriggerCache = new Map<string, { at: number; triggers: Promise<TriggerRecord[]> }>();
+
+  invalidateDataTriggers(workspaceId: string): void {
+    this.dataTriggerCache.delete(workspaceId);
+  }
+
+  private dataTriggers(workspaceId: string): Promise<TriggerRecord[]> {
+    const hit = this.dataTriggerCache.get(workspaceId);
+    if (hit && Date.now() - hit.at < DATA_TRIGGER_CACHE_MS) return hit.triggers;
+    const triggers = this.store.dataEventTriggers(workspaceId);
+    this.dataTriggerCache.set(workspaceId, { at: Date.now(), triggers });
+    triggers.catch(() => this.dataTriggerCache.delete(workspaceId));
+    if (this.dataTriggerCache.size > 10_000) this.dataTriggerCache.delete(this.dataTriggerCache.keys().next().value!);
+    return triggers;
+  }
+
   private async onDataEvent(payload: DataRowEvent, meta: EventMeta): Promise<void> {
     const event = meta.topic.split('.').pop() as 'created' | 'updated' | 'deleted';
-    const triggers = await this.store.dataEventTriggers(meta.workspaceId);
+    const triggers = await this.dataTriggers(meta.workspaceId);
     for (const t of triggers) {
       const def = String(t.config.definition ?? '');
       if (def !== payload.definitionId && def !== payload.definitionHandle) continue;
