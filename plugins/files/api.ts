@@ -38,6 +38,8 @@ export interface StoredObject {
   sizeBytes: number;
   /** The backend's entity tag (quoted or not, as the backend gives it). */
   etag: string;
+  /** SHA-256 (hex) of the content, when the backend computed it while writing (saves a re-read). */
+  sha256?: string;
 }
 
 export interface ByteRange {

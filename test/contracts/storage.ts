@@ -113,6 +113,7 @@ export function storageContract(t: Test, backend: StorageBackend, opts: { partSi
       { partNumber: 2, etag: e2 },
     ]);
     t.equal(done.sizeBytes, p1.length + p2.length);
+    if (done.sha256) t.equal(done.sha256, createHash('sha256').update(Buffer.concat([p1, p2])).digest('hex'), 'a reported sha256 is right');
     const all = await readAll((await backend.get(k))!.body);
     t.same(all, Buffer.concat([p1, p2]));
     await backend.delete(k);

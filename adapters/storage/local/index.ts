@@ -12,7 +12,7 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import Type from 'typebox';
@@ -197,7 +197,20 @@ export class LocalStorage implements StorageBackend {
     const tmp = path.join(this.#tmp, token());
     try {
       const out = createWriteStream(tmp, { flags: 'wx' });
-      for (const p of parts) await pipeline(createReadStream(path.join(dir, `${p.partNumber}.part`), { highWaterMark: 1024 * 1024 }), out, { end: false });
+      const hash = createHash('sha256');
+      for (const p of parts) {
+        await pipeline(
+          createReadStream(path.join(dir, `${p.partNumber}.part`), { highWaterMark: 1024 * 1024 }),
+          async function* (src) {
+            for await (const chunk of src) {
+              hash.update(chunk as Buffer);
+              yield chunk;
+            }
+          },
+          out,
+          { end: false },
+        );
+      }
       await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
       const size = (await stat(tmp)).size;
       const dest = this.#path(key);
@@ -206,7 +219,7 @@ export class LocalStorage implements StorageBackend {
       await writeFile(`${dest}.etag`, etag);
       await rename(tmp, dest);
       await rm(dir, { recursive: true, force: true });
-      return { sizeBytes: size, etag };
+      return { sizeBytes: size, etag, sha256: hash.digest('hex') };
     } catch (err) {
       await rm(tmp, { force: true });
       throw err;
