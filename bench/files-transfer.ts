@@ -48,9 +48,9 @@ async function measure(fn: () => Promise<void>): Promise<{ ms: number; rssGrowth
   let peak = base;
   let n = 0;
   const timer = setInterval(() => {
-    if (++n % 10 === 0) gc();
+    if (++n % 2 === 0) gc();
     peak = Math.max(peak, process.memoryUsage().rss);
-  }, 20);
+  }, 25);
   const t0 = performance.now();
   try {
     await fn();
