@@ -5,6 +5,7 @@ import type { Static } from 'typebox';
 import type { Database } from '../../core/db/index.ts';
 import { Conflict, DecodeError, NotFound, type DecodeIssue } from '../../core/errors/index.ts';
 import { uuidv7 } from '../../core/crypto/index.ts';
+import { hasNul } from './validate.ts';
 import type { CreateDefinitionBody, FieldDefinitionInput, FieldType, PatchDefinitionBody } from './definitions.schemas.ts';
 
 export interface FieldDef {
@@ -173,6 +174,7 @@ export class DefinitionsService {
   }
 
   async create(workspaceId: string, body: Static<typeof CreateDefinitionBody>): Promise<DefinitionRecord> {
+    if (hasNul(body)) throw new DecodeError([{ _tag: 'Refinement', path: [], message: 'strings must not contain NUL characters' }]);
     const handle = body.handle ?? (slugify(body.name).replace(/^[^a-z]+/, '').slice(0, 63) || 'data');
     const id = uuidv7();
     const fields = await this.validateFields(workspaceId, body.fields ?? {}, id, handle);
@@ -188,6 +190,7 @@ export class DefinitionsService {
   }
 
   async patch(workspaceId: string, segment: string, body: Static<typeof PatchDefinitionBody>): Promise<DefinitionRecord> {
+    if (hasNul(body)) throw new DecodeError([{ _tag: 'Refinement', path: [], message: 'strings must not contain NUL characters' }]);
     const current = await this.get(workspaceId, segment);
     const fields = body.fields ? await this.validateFields(workspaceId, body.fields, current.id, body.handle ?? current.handle) : current.fields;
     try {

@@ -13,7 +13,7 @@ import type { FilesService } from '../files/api.ts';
 import type { DataPage, DataRow, DataRowEvent } from './api.ts';
 import { isUuid, type DefinitionRecord, type DefinitionsService } from './definitions.service.ts';
 import { Params, filterSql, parseFilters, searchSql, sortSql } from './query.ts';
-import { emptyRefs, merge, normalizeData, type Refs } from './validate.ts';
+import { emptyRefs, hasNul, merge, normalizeData, type Refs } from './validate.ts';
 
 export const BatchTooLarge = defineError('batch_too_large', 400, 'Too many rows in one request.');
 export const RowTooLarge = defineError('row_too_large', 400, 'A row is larger than allowed.');
@@ -80,6 +80,8 @@ export class RowsService {
 
   /** WHERE conditions (alias r) for query-string style input. */
   private whereFromQuery(def: DefinitionRecord, input: QueryInput, params: Params): string[] {
+    const nul = Object.entries(input).find(([, v]) => hasNul(v));
+    if (nul) throw new DecodeError([{ _tag: 'Refinement', path: [nul[0]], message: 'must not contain NUL characters' }]);
     const entries = Object.entries(input).filter(([k, v]) => k.startsWith(FILTER_PREFIX) && v !== undefined) as [string, unknown][];
     const filters = parseFilters(
       entries.map(([k, v]) => [k.slice(FILTER_PREFIX.length), typeof v === 'number' || typeof v === 'boolean' ? String(v) : v]),
@@ -92,6 +94,8 @@ export class RowsService {
   }
 
   private whereFromBody(def: DefinitionRecord, filter: Record<string, unknown>, params: Params): string[] {
+    const nul = Object.entries(filter).find(([, v]) => hasNul(v));
+    if (nul) throw new DecodeError([{ _tag: 'Refinement', path: ['filter', nul[0]], message: 'must not contain NUL characters' }]);
     const filters = parseFilters(Object.entries(filter), (k) => ['filter', k]);
     return filterSql(def.fields, filters, params, false, (k) => ['filter', k]);
   }

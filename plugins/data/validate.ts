@@ -113,6 +113,14 @@ export function normalizeValue(field: FieldDef, value: unknown, path: (string | 
   }
 }
 
+/** Whether a JSON value holds a NUL character anywhere (PostgreSQL text and jsonb refuse it). */
+export function hasNul(v: unknown): boolean {
+  if (typeof v === 'string') return v.includes('\u0000');
+  if (Array.isArray(v)) return v.some(hasNul);
+  if (v && typeof v === 'object') return Object.entries(v).some(([k, x]) => k.includes('\u0000') || hasNul(x));
+  return false;
+}
+
 /**
  * Validates a (partial) data object: unknown fields and materialized fields are refused; null
  * values are kept as null (meaning "clear"). Returns the normalized object.
@@ -138,6 +146,10 @@ export function normalizeData(
     }
     if (v === null) {
       out[k] = null;
+      continue;
+    }
+    if (hasNul(v)) {
+      issues.push({ _tag: 'Refinement', path, message: 'must not contain NUL characters (\\u0000)' });
       continue;
     }
     const n = normalizeValue(f, v, path, issues, refs);

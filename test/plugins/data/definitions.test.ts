@@ -142,3 +142,12 @@ t.test('a first-party session works with the workspace header; a non-member gets
   const stranger = await req('GET', `/data-definitions/${made.json().id}`, other.user.headers(ws.handle));
   t.equal(stranger.statusCode, 404, 'not a member of that workspace');
 });
+
+t.test('NUL characters are a 400, not a 500', async (t) => {
+  const res = await req('POST', '/data-definitions', ws.auth, { name: 'Nul\u0000name' });
+  t.equal(res.statusCode, 400);
+  const f = await req('POST', '/data-definitions', ws.auth, { name: 'Okay nul', fields: { a: { name: 'A\u0000', type: 'text' } } });
+  t.equal(f.statusCode, 400);
+  const p = await req('PATCH', '/data-definitions/okay-nul', ws.auth, { description: 'x\u0000' });
+  t.ok([400, 404].includes(p.statusCode));
+});

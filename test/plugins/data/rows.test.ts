@@ -296,3 +296,28 @@ t.test('tenant isolation and permissions on row routes', async (t) => {
   t.equal((await req('POST', `/data-definitions/${orders.id}/data/upsert-many`, e, { rows: [{ data: { title: 'by editor' } }] })).statusCode, 200);
   await idle();
 });
+
+t.test('odd query strings and bodies never answer 500', async (t) => {
+  const qs = [
+    'page=abc', 'page=1.5', 'page=-1', 'pageSize=1e3', 'sort=', 'sort=,,,', 'sort=--amount', 'sort=-', "sort=amount';DROP", 'q=%00', 'q=%25%25', "filter.title=%27", 'filter.title.in=', 'filter.title.in=,,,',
+    'filter.amount.in=1,x', 'filter.amount.gt=', 'filter.at.gte=notadate', 'filter.due.lt=2026-13-45', 'filter.createdAt=yesterday', 'filter.id=nope', 'filter.id.in=a,b', 'filter.customer=xyz',
+    'filter.meta={bad', 'filter.meta.contains={"k":1}', 'filter.tags.contains=', 'filter.paid.isNull=maybe', 'filter.title.isNull=true&filter.title.isNull=false', 'filter.=1', 'filter..eq=1', 'filter.title.eq.extra=1',
+    `q=${'x'.repeat(600)}`, 'filter.amount=1&filter.amount=2',
+  ];
+  for (const q of qs) {
+    const res = await req('GET', `/data-definitions/${orders.id}/query?${q}`, ws.auth);
+    t.ok([200, 400].includes(res.statusCode), `${q.slice(0, 60)} -> ${res.statusCode} ${res.body.slice(0, 160)}`);
+  }
+  const bodies: unknown[] = [
+    { rows: [{ data: null }] }, { rows: [{ data: [] }] }, { rows: [{ id: 5, data: {} }] }, { rows: [{ data: { title: { nested: true } } }] }, { rows: [{ data: { amount: 1e400 } }] },
+    { rows: 'x' }, { rows: [{ data: { title: 'x', __proto__: { polluted: true } } }] }, { rows: [{ data: { title: 'x'.repeat(100) } }], matchBy: 'nope.field' }, { rows: [{ data: { title: 'nul\u0000' } }] }, { rows: [{ data: { title: 'x', meta: { 'k\u0000': 1 } } }] },
+  ];
+  for (const b of bodies) {
+    const res = await app.inject({ method: 'POST', url: `/api/v1/data-definitions/${orders.id}/data/upsert-many`, headers: { ...ws.auth, 'content-type': 'application/json' }, payload: JSON.stringify(b) });
+    t.ok([200, 400, 409].includes(res.statusCode), `${JSON.stringify(b).slice(0, 80)} -> ${res.statusCode} ${res.body.slice(0, 160)}`);
+  }
+  for (const b of [{ filter: { 'amount.gte': 'x' }, data: {} }, { filter: { nope: 1 }, data: {} }, { ids: ['x'], data: {} }, { filter: { 'title.in': 'notalist' }, data: {} }, { filter: {}, data: { amount: null } }]) {
+    const res = await req('PATCH', `/data-definitions/${orders.id}/data/patch-many`, ws.auth, b);
+    t.ok([200, 400, 409].includes(res.statusCode), `${JSON.stringify(b)} -> ${res.statusCode} ${res.body.slice(0, 160)}`);
+  }
+});
