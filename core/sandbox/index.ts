@@ -384,7 +384,7 @@ async function runInWorker(pool: WorkerPool, sandboxOpts: SandboxOptions, limits
         opts.onLog?.(m.event as LogEvent);
       } else if (m.t === 'done') {
         // A worker whose heap grew to a memory limit is replaced, so that memory goes back to the OS.
-        finish(m.result as RunResult, (m.result as RunResult).error?.code === 'memory_limit');
+        finish(m.result as RunResult, m.fatal === true || (m.result as RunResult).error?.code === 'memory_limit');
       }
     };
     const onError = (err: Error) => finish(failed('internal', `The sandbox worker failed: ${err.message}`), true);

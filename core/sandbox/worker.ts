@@ -50,10 +50,16 @@ async function run(m: RunMessage): Promise<void> {
         }),
     });
   } catch (err) {
-    result = { ok: false, output: null, error: { code: 'internal', name: 'InternalError', message: `The sandbox failed: ${(err as Error).message}` }, logs: [], durationMs: 0, cpuMs: 0 };
+    // The host stack overflowed inside QuickJS (e.g. source nested too deeply for its parser), or
+    // the WASM module aborted: this worker's module is unusable, so the parent replaces it.
+    const overflow = err instanceof RangeError && /call stack/i.test(err.message);
+    result = overflow
+      ? { ok: false, output: null, error: { code: 'stack_overflow', name: 'RangeError', message: 'The script is nested too deeply for the sandbox (stack overflow).' }, logs: [], durationMs: 0, cpuMs: 0 }
+      : { ok: false, output: null, error: { code: 'internal', name: 'InternalError', message: `The sandbox failed: ${(err as Error).message}` }, logs: [], durationMs: 0, cpuMs: 0 };
     current = null;
-    port.postMessage({ t: 'done', result });
-    process.exit(1); // the WASM module may be unusable: the parent replaces this worker
+    port.postMessage({ t: 'done', result, fatal: true });
+    setTimeout(() => process.exit(1), 50);
+    return;
   }
   current = null;
   port.postMessage({ t: 'done', result });

@@ -143,6 +143,14 @@ t.test('deep recursion fails with stack_overflow', async (t) => {
   const asyncRec = await guarded.run({ code: 'const f = async (n) => (await f(n + 1)) + 1; export default () => f(0)' });
   t.equal(asyncRec.error?.code, 'stack_overflow');
   t.same((await guarded.run({ code: ok, input: { n: 3 } })).output, { doubled: 6 });
+  // Source nested deeper than the parser's stack: contained in its worker, which is replaced.
+  for (const code of ['export default () => ' + '['.repeat(100000), 'export default () => eval("(".repeat(100000))']) {
+    const r = await guarded.run({ code });
+    t.equal(r.ok, false);
+    t.equal(r.error?.code, 'stack_overflow', JSON.stringify(r.error));
+    const next = await guarded.run({ code: ok, input: { n: 4 } });
+    t.same(next.output, { doubled: 8 }, 'the next run works');
+  }
 });
 
 t.test('a log flood fails with log_limit; log events are capped', async (t) => {
