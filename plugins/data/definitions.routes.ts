@@ -7,7 +7,7 @@ import { toView, type DefinitionsService } from './definitions.service.ts';
 const tags = ['data'];
 const wsId = (request: FastifyRequest) => request.workspace!.id;
 
-export function definitionsRoutes(app: App, defs: DefinitionsService, onChange: (workspaceId: string) => void): void {
+export function definitionsRoutes(app: App, defs: DefinitionsService): void {
   app.get(
     '/data-definitions',
     { config: { permission: 'data.read' }, schema: { tags, summary: 'List the live data definitions (a bare array, oldest first)', response: { 200: Type.Array(DefinitionView) } } },
@@ -46,7 +46,6 @@ export function definitionsRoutes(app: App, defs: DefinitionsService, onChange: 
     },
     async (request, reply) => {
       const d = await defs.create(wsId(request), request.body);
-      onChange(wsId(request));
       return reply.code(201).send(toView(d));
     },
   );
@@ -65,9 +64,7 @@ export function definitionsRoutes(app: App, defs: DefinitionsService, onChange: 
       },
     },
     async (request) => {
-      const d = await defs.patch(wsId(request), request.params.definitionId, request.body);
-      onChange(wsId(request));
-      return toView(d);
+      return toView(await defs.patch(wsId(request), request.params.definitionId, request.body));
     },
   );
 
@@ -79,7 +76,6 @@ export function definitionsRoutes(app: App, defs: DefinitionsService, onChange: 
     },
     async (request, reply) => {
       await defs.remove(wsId(request), request.params.definitionId);
-      onChange(wsId(request));
       return reply.code(204).send();
     },
   );

@@ -302,9 +302,4 @@ export class DefinitionsService {
     if (issues.length) throw new DecodeError(issues);
     return out;
   }
-
-  /** Bumps a definition's data version (cache invalidation after background writes). */
-  async touch(workspaceId: string, id: string): Promise<void> {
-    await this.db.query(`UPDATE data_definitions SET data_version = data_version + 1 WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
-  }
 }

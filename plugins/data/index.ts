@@ -75,7 +75,7 @@ export default definePlugin({
     });
 
     ctx.routes((app) => {
-      definitionsRoutes(app, defs, () => undefined);
+      definitionsRoutes(app, defs);
       rowsRoutes(app, rows);
     });
   },
