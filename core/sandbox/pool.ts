@@ -58,11 +58,18 @@ export class WorkerPool {
       };
       this.#waiters.push(waiter);
       if (Number.isFinite(waitMs)) {
-        timer = setTimeout(() => {
+        const expire = () => {
           const i = this.#waiters.indexOf(waiter);
-          if (i >= 0) this.#waiters.splice(i, 1);
+          if (i < 0) return;
+          // A worker starting up for this waiter is not "busy": starting takes what it takes.
+          if (i < this.#starting) {
+            timer = setTimeout(expire, 100);
+            return;
+          }
+          this.#waiters.splice(i, 1);
           reject(new PoolBusyError(`No sandbox worker became free within ${waitMs} ms (all ${this.#max} are busy).`));
-        }, waitMs);
+        };
+        timer = setTimeout(expire, waitMs);
       }
     });
     this.#grow();

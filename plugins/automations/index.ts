@@ -25,6 +25,8 @@ const config = Type.Object({
   manualWaitMs: Type.Integer({ minimum: 0, default: 10_000, description: 'How long POST /automations/{id}/run waits for the run to finish' }),
   recoveryGraceMs: Type.Integer({ minimum: 0, default: 60_000, description: 'Past timeoutMs + this, a run still running belongs to a dead process and is failed' }),
   recoveryIntervalMs: Type.Integer({ minimum: 50, default: 60_000, description: 'How often each node sweeps for interrupted runs' }),
+  maxWorkers: Type.Integer({ minimum: 1, maximum: 64, default: 8, description: 'Sandbox worker threads (one run each at a time)' }),
+  maxConcurrentRunsPerWorkspace: Type.Integer({ minimum: 1, default: 4, description: 'Runs of one workspace executing at once per server; more wait up to timeoutMs (fairness between tenants)' }),
 });
 
 export default definePlugin({
@@ -42,11 +44,12 @@ export default definePlugin({
     const c = ctx.config;
     const sandbox = createSandbox({
       fetch: ctx.net.fetch,
+      maxWorkers: c.maxWorkers,
       limits: { timeoutMs: c.timeoutMs, cpuMs: c.cpuMs, memoryBytes: c.memoryMb * 1024 * 1024, stackBytes: c.stackKb * 1024, maxOutputBytes: c.maxOutputBytes, maxLogEvents: c.maxLogEvents, maxLogBytes: c.maxLogBytes },
     });
     const services = { data: ctx.optionalDeps.data, channels: ctx.optionalDeps.channels, workflows: ctx.optionalDeps.workflows };
     const store = new AutomationsService(ctx.db, ctx.secrets, services, ctx.core.baseUrl);
-    const runs = new RunsService(ctx.db, sandbox, services, { timeoutMs: c.timeoutMs, recoveryGraceMs: c.recoveryGraceMs }, ctx.logger);
+    const runs = new RunsService(ctx.db, sandbox, services, { timeoutMs: c.timeoutMs, recoveryGraceMs: c.recoveryGraceMs, maxConcurrentPerWorkspace: c.maxConcurrentRunsPerWorkspace }, ctx.logger);
     const triggers = new TriggerRuntime(store, runs, ctx.jobs, ctx.events, ctx.logger);
     store.scheduleSync = {
       sync: (t, enabled) => triggers.syncSchedule(t, enabled),

@@ -26,6 +26,58 @@ import { isUuid, type AutomationRecord, type OptionalServices, type ResourceReco
 export interface RunnerConfig {
   timeoutMs: number;
   recoveryGraceMs: number;
+  /** Runs of one workspace executing at once in this process; more wait (fairness between tenants). */
+  maxConcurrentPerWorkspace: number;
+}
+
+/** A per-key FIFO semaphore with a bounded wait. */
+class KeyedLimiter {
+  private readonly state = new Map<string, { active: number; queue: { go: () => void }[] }>();
+  private readonly max: number;
+
+  constructor(max: number) {
+    this.max = Math.max(1, max);
+  }
+
+  /** Resolves with a release function, or with null when no slot freed up within `waitMs` (or on abort). */
+  acquire(key: string, waitMs: number, signal: AbortSignal): Promise<(() => void) | null> {
+    let s = this.state.get(key);
+    if (!s) this.state.set(key, (s = { active: 0, queue: [] }));
+    const st = s;
+    const release = () => {
+      const next = st.queue.shift();
+      if (next) next.go();
+      else if (--st.active === 0) this.state.delete(key);
+    };
+    if (st.active < this.max) {
+      st.active++;
+      return Promise.resolve(release);
+    }
+    return new Promise((resolve) => {
+      const entry = {
+        go: () => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', onAbort);
+          resolve(release);
+        },
+      };
+      const giveUp = () => {
+        const i = st.queue.indexOf(entry);
+        if (i >= 0) st.queue.splice(i, 1);
+        resolve(null);
+      };
+      const onAbort = () => {
+        clearTimeout(timer);
+        giveUp();
+      };
+      const timer = setTimeout(() => {
+        signal.removeEventListener('abort', onAbort);
+        giveUp();
+      }, waitMs);
+      signal.addEventListener('abort', onAbort, { once: true });
+      st.queue.push(entry);
+    });
+  }
 }
 
 export interface RunRecord {
@@ -121,6 +173,7 @@ const str = (v: unknown, what: string): string => {
 
 export class RunsService {
   private readonly inflight = new Map<string, { abort: AbortController; done: Promise<RunRecord> }>();
+  private readonly limiter: KeyedLimiter;
   private stopping = false;
 
   private readonly db: Database;
@@ -134,14 +187,16 @@ export class RunsService {
     this.sandbox = sandbox;
     this.services = services;
     this.cfg = cfg;
+    this.limiter = new KeyedLimiter(cfg.maxConcurrentPerWorkspace);
     this.log = log;
   }
 
   async start(a: AutomationRecord, trigger: TriggerRecord | null, triggerType: string, input: unknown, deliveryKey?: string | null): Promise<StartedRun> {
     const id = uuidv7();
     const inputJson = JSON.stringify(input === undefined ? null : input);
-    // A run may wait up to one timeout for a sandbox worker, then run for up to one timeout.
-    const deadlineMs = 2 * this.cfg.timeoutMs + this.cfg.recoveryGraceMs;
+    // A run may wait up to one timeout for its workspace's turn, one for a sandbox worker, then
+    // run for one: past that (plus a grace period) only a dead process can still hold it.
+    const deadlineMs = 3 * this.cfg.timeoutMs + this.cfg.recoveryGraceMs;
     const label = trigger ? `${trigger.type} trigger '${trigger.name}'` : `${triggerType} run`;
     const rows = await this.db.query(
       `WITH r AS (
@@ -241,11 +296,21 @@ export class RunsService {
 
   private async execute(run: RunRecord, a: AutomationRecord, signal: AbortSignal): Promise<RunRecord> {
     let result: RunResult;
+    const release = await this.limiter.acquire(run.workspaceId, this.cfg.timeoutMs, signal);
     try {
-      result = await this.sandbox.run({ code: a.scriptSource, input: run.input, capabilities: this.bindings(a), signal, limits: { timeoutMs: this.cfg.timeoutMs } });
+      if (!release) {
+        const message = signal.aborted
+          ? 'The run was cancelled because the server is shutting down.'
+          : `The workspace had ${this.cfg.maxConcurrentPerWorkspace} runs in progress on this server for ${this.cfg.timeoutMs} ms; this run was not started.`;
+        result = { ok: false, output: null, error: { code: 'timeout', name: 'SandboxError', message }, logs: [], durationMs: 0, cpuMs: 0 };
+      } else {
+        result = await this.sandbox.run({ code: a.scriptSource, input: run.input, capabilities: this.bindings(a), signal, limits: { timeoutMs: this.cfg.timeoutMs } });
+      }
     } catch (err) {
       this.log.error({ err, runId: run.id }, 'automation run failed in the host');
       result = { ok: false, output: null, error: { code: 'internal', name: 'InternalError', message: 'The run failed inside the server; see the server log.' }, logs: [], durationMs: 0, cpuMs: 0 };
+    } finally {
+      release?.();
     }
     if (signal.aborted && !result.ok) result.error.message = 'The run was cancelled because the server is shutting down.';
     const events: Row[] = result.logs.map((l, i) => ({ id: uuidv7(), seq: i + 1, type: 'log', level: l.level, message: l.message, meta: { method: l.method, at: l.at } }));

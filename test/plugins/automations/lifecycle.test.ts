@@ -55,3 +55,47 @@ t.test('a run in flight when its server stops is recorded as failed', async (t) 
   t.ok(after.finishedAt);
   t.equal(after.events.at(-1).type, 'error');
 });
+
+t.test("one workspace's slow runs do not hold up another workspace's runs", async (t) => {
+  let open!: () => void;
+  const slowGate = new Promise<void>((r) => (open = r));
+  const slowPeer = http.createServer(async (_req, res) => {
+    await slowGate;
+    res.end('slow');
+  });
+  await new Promise<void>((r) => slowPeer.listen(0, '127.0.0.1', r));
+  const slowUrl = `http://127.0.0.1:${(slowPeer.address() as AddressInfo).port}/slow`;
+  const app = await buildTestApp({ plugins, env, pluginConfig: { automations: { timeoutMs: 1500, manualWaitMs: 50, maxConcurrentRunsPerWorkspace: 2, maxWorkers: 3 } } });
+  t.teardown(async () => {
+    open();
+    await new Promise<void>((r) => slowPeer.close(() => r()));
+    await app.close();
+  });
+  const a = await setupWorkspace(app);
+  const b = await setupWorkspace(app);
+  const slow = (await app.inject({ method: 'POST', url: '/api/v1/automations', headers: a.auth, payload: { name: 'Slow', scriptSource: 'export default async (i, ctx) => (await ctx.fetch(i.url)).text()', resources: [{ label: 'p', resourceType: 'http', resourceRef: '127.0.0.1' }] } })).json();
+  const quick = (await app.inject({ method: 'POST', url: '/api/v1/automations', headers: b.auth, payload: { name: 'Quick', scriptSource: 'export default () => "fast"' } })).json();
+  const slowRuns = [];
+  for (let i = 0; i < 3; i++) slowRuns.push((await app.inject({ method: 'POST', url: `/api/v1/automations/${slow.id}/run`, headers: a.auth, payload: { input: { url: slowUrl } } })).json());
+  t.same(slowRuns.map((r) => r.status), ['running', 'running', 'running']);
+  const q = await app.inject({ method: 'POST', url: `/api/v1/automations/${quick.id}/run`, headers: b.auth, payload: {} });
+  let quickRun = q.json();
+  const quickDeadline = Date.now() + 5000;
+  while (quickRun.status === 'running' && Date.now() < quickDeadline) {
+    await new Promise((r) => setTimeout(r, 20));
+    quickRun = (await app.inject({ method: 'GET', url: `/api/v1/runs/${q.json().id}`, headers: b.auth })).json();
+  }
+  t.equal(quickRun.status, 'succeeded', "the other workspace's run is not queued behind them");
+  t.equal(quickRun.output, 'fast');
+  const stillRunning = (await app.inject({ method: 'GET', url: `/api/v1/runs/${slowRuns[0].id}`, headers: a.auth })).json();
+  t.equal(stillRunning.status, 'running', 'it finished while the slow runs were still going');
+  const deadline = Date.now() + 10_000;
+  let finals: { status: string; error: { code: string; message: string } | null }[] = [];
+  while (Date.now() < deadline) {
+    finals = await Promise.all(slowRuns.map(async (r) => (await app.inject({ method: 'GET', url: `/api/v1/runs/${r.id}`, headers: a.auth })).json()));
+    if (finals.every((f) => f.status !== 'running')) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  t.same(finals.map((f) => f.status), ['failed', 'failed', 'failed'], 'every slow run ends failed (its fetch or its wait timed out)');
+  t.match(finals[2].error?.message, /runs in progress/, 'the third waited for its workspace turn, then gave up');
+});
