@@ -148,6 +148,8 @@ export type RunResult =
 export interface Sandbox {
   readonly limits: Readonly<SandboxLimits>;
   run(opts: RunOptions): Promise<RunResult>;
+  /** Starts a worker ahead of the first run (no-op inline). */
+  warm(): Promise<void>;
   /** Stops the worker pool (runs in flight fail). */
   close(): Promise<void>;
 }
@@ -317,6 +319,9 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
         const hostCall = makeHostCall(opts, runOpts, limits, Date.now() + limits.timeoutMs);
         return runEngine({ code: runOpts.code, ...prepared, limits, hostCall, onLog: runOpts.onLog, signal: runOpts.signal });
       },
+      async warm() {
+        await loadQuickJS();
+      },
       async close() {},
     };
   }
@@ -324,6 +329,9 @@ export function createSandbox(opts: SandboxOptions = {}): Sandbox {
   return {
     limits: base,
     run: (runOpts) => runInWorker(pool, opts, { ...base, ...(runOpts.limits ?? {}) }, runOpts),
+    async warm() {
+      pool.release(await pool.acquire());
+    },
     close: () => pool.close(),
   };
 }

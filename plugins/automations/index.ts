@@ -64,6 +64,7 @@ export default definePlugin({
     let unsubscribe: (() => void) | undefined;
     let sweeper: NodeJS.Timeout | undefined;
     ctx.onStart(async () => {
+      void sandbox.warm().catch((err: unknown) => ctx.logger.error({ err }, 'starting a sandbox worker failed'));
       await runs.recover();
       unsubscribe = await triggers.start({ dataEvents: !!services.data });
       sweeper = setInterval(() => void runs.recover().catch((err: unknown) => ctx.logger.error({ err }, 'run recovery sweep failed')), c.recoveryIntervalMs);

@@ -32,6 +32,7 @@ export default definePlugin({
     const store = new WorkflowsStore(ctx.db, sandbox);
     ctx.provide(workflowsServiceRef, store);
     ctx.routes((app) => workflowsRoutes(app, store));
+    ctx.onStart(() => void sandbox.warm().catch((err: unknown) => ctx.logger.error({ err }, 'starting a sandbox worker failed')));
     ctx.onStop(() => sandbox.close());
   },
 });
