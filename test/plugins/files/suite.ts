@@ -112,6 +112,9 @@ export function filesSuite(t: Test, backend: Backend): void {
 
     const mismatch = await api('POST', '/files', { mode: 'document', name: 'x.txt', content: 'abc', checksumSha256: sha('abd') });
     t.equal(mismatch.statusCode, 201);
+    const unicode = (await api('POST', '/files', { mode: 'document', name: 'Résumé "final".txt', content: 'x' })).json().file;
+    const cd = (await api('GET', `/files/${unicode.id}/content`)).headers['content-disposition'];
+    t.equal(cd, `attachment; filename="R_sum_ _final_.txt"; filename*=UTF-8''R%C3%A9sum%C3%A9%20%22final%22.txt`, 'non-ASCII and quotes are safe in Content-Disposition');
     t.match(mismatch.json().file, { status: 'failed', errorMessage: /Checksum mismatch/ });
   });
 
@@ -149,6 +152,10 @@ export function filesSuite(t: Test, backend: Backend): void {
     t.equal(unsat.statusCode, 416);
     t.equal(unsat.headers['content-range'], `bytes */${data.length}`);
     t.equal((await api('GET', '/files')).json().find((f: { id: string }) => f.id === file.id)?.status, 'uploaded', 'listed as uploaded');
+    const head = await app.inject({ method: 'HEAD', url: `/api/v1/files/${file.id}/content`, headers: ws.auth });
+    t.equal(head.statusCode, 200);
+    t.equal(head.headers['content-length'], String(data.length), 'HEAD: the length, no body');
+    t.equal(head.rawPayload.length, 0);
   });
 
   t.test('direct: checksum mismatch ends failed with a message', async (t) => {
