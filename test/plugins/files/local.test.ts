@@ -3,7 +3,7 @@ import path from 'node:path';
 import t from 'tap';
 import local, { LocalStorage } from '../../../adapters/storage/local/index.ts';
 import type { TestApp } from '../../../core/testing/index.ts';
-import { expirySuite, filesSuite, type Backend } from './suite.ts';
+import { expirySuite, filesSuite, loopbackSuite, type Backend } from './suite.ts';
 
 const storageOf = (app: TestApp) => new LocalStorage(path.join(app.config.dataDir, 'storage'));
 
@@ -21,3 +21,4 @@ expirySuite(t, backend, async (app) => {
   const dir = path.join(app.config.dataDir, 'storage');
   return [...(await storageOf(app).openUploads()), ...(await readdir(path.join(dir, 'tmp')))];
 });
+loopbackSuite(t, backend);

@@ -388,3 +388,26 @@ export function expirySuite(t: Test, backend: Backend, leftovers: (app: TestApp)
     t.same(await leftovers(app), [], 'no open uploads or parts');
   });
 }
+
+/** Without the operator allow-list, loopback is refused: the file ends `failed` with the reason. */
+export function loopbackSuite(t: Test, backend: Backend): void {
+  t.test('externalUrl: 127.0.0.1 is refused unless allow-listed', async (t) => {
+    const app = await startFilesApp(backend);
+    t.teardown(() => app.close());
+    const remote = http.createServer((_req, res) => res.end('secret'));
+    await new Promise<void>((r) => remote.listen(0, '127.0.0.1', r));
+    t.teardown(() => remote.close());
+    const ws = await setupWorkspace(app);
+    const url = `http://127.0.0.1:${(remote.address() as AddressInfo).port}/internal.txt`;
+    const res = await app.inject({ method: 'POST', url: '/api/v1/files', headers: ws.auth, payload: { mode: 'externalUrl', externalUrl: url } });
+    t.equal(res.statusCode, 201, 'accepted; the fetch runs after the response');
+    const id = res.json().file.id;
+    const f = await deadline('refusal', async () => {
+      const x = (await app.inject({ method: 'GET', url: `/api/v1/files/${id}`, headers: ws.auth })).json();
+      return x.status === 'importing' ? undefined : x;
+    });
+    t.equal(f.status, 'failed');
+    t.match(f.errorMessage, /not allowed/);
+    t.equal((await app.inject({ method: 'GET', url: `/api/v1/files/${id}/content`, headers: ws.auth })).statusCode, 409, 'nothing fetched');
+  });
+}
