@@ -26,7 +26,7 @@ const config = Type.Object({
   recoveryGraceMs: Type.Integer({ minimum: 0, default: 60_000, description: 'Past timeoutMs + this, a run still running belongs to a dead process and is failed' }),
   recoveryIntervalMs: Type.Integer({ minimum: 50, default: 60_000, description: 'How often each node sweeps for interrupted runs' }),
   maxWorkers: Type.Integer({ minimum: 1, maximum: 64, default: 8, description: 'Sandbox worker threads (one run each at a time)' }),
-  maxConcurrentRunsPerWorkspace: Type.Integer({ minimum: 1, default: 4, description: 'Runs of one workspace executing at once per server; more wait up to timeoutMs (fairness between tenants)' }),
+  maxConcurrentRunsPerWorkspace: Type.Integer({ minimum: 1, default: 6, description: 'Runs of one workspace executing at once per server; more wait up to timeoutMs (fairness between tenants)' }),
 });
 
 export default definePlugin({
