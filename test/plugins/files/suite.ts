@@ -158,6 +158,20 @@ export function filesSuite(t: Test, backend: Backend): void {
     t.equal(head.rawPayload.length, 0);
   });
 
+  t.test('PUT content replaces the bytes of an uploaded file (streamed)', async (t) => {
+    const { file, upload } = (await api('POST', '/files', { mode: 'direct', name: 'data.bin' })).json();
+    t.equal((await app.inject({ method: 'PUT', url: `/api/v1/files/${file.id}/content`, headers: { ...ws.auth, 'content-type': 'application/octet-stream' }, payload: 'early' })).statusCode, 409, 'not before the upload');
+    await putTo(app, upload, Buffer.from('version one'));
+    t.equal((await api('GET', `/files/${file.id}`)).json().status, 'uploaded');
+    const next = randomBytes(70_000);
+    const put = await app.inject({ method: 'PUT', url: `/api/v1/files/${file.id}/content`, headers: { ...ws.auth, 'content-type': 'application/x-custom' }, payload: next });
+    t.equal(put.statusCode, 200, put.body);
+    t.match(put.json(), { id: file.id, status: 'uploaded', sizeBytes: next.length, checksumSha256: sha(next), contentType: 'application/x-custom' });
+    const got = await api('GET', `/files/${file.id}/content`);
+    t.ok(got.rawPayload.equals(next), 'new bytes served');
+    t.equal(got.headers['content-type'], 'application/x-custom');
+  });
+
   t.test('direct: checksum mismatch ends failed with a message', async (t) => {
     const res = await api('POST', '/files', { mode: 'direct', name: 'bad.bin', checksumSha256: sha('something else') });
     const { file, upload } = res.json();
