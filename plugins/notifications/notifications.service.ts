@@ -45,19 +45,8 @@ export interface RegisterInput {
   appVersion?: string | null;
 }
 
-export interface SendInput {
-  title: string;
-  body: string;
-  data?: Record<string, unknown>;
-  subtitle?: string;
-  sound?: 'default';
-  badge?: number;
-  channelId?: string;
-  ttlSeconds?: number;
-  priority?: 'default' | 'normal' | 'high';
-  userIds?: string[];
-  installationIds?: string[];
-}
+/** A push message without its recipient, plus optional targets (default: every active device). */
+export type SendInput = Omit<PushMessage, 'to'> & { userIds?: string[]; installationIds?: string[] };
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -178,11 +167,8 @@ export class NotificationsService {
         if (!provider) {
           tickets = chunk.map(() => ({ status: 'error', ticketId: null, message: `Push provider '${providerId}' is not loaded.`, error: 'ProviderUnavailable', details: null }));
         } else {
-          const messages: PushMessage[] = chunk.map((d) => ({
-            to: this.#secrets.decrypt(d.push_token_enc),
-            title: input.title, body: input.body, data: input.data, subtitle: input.subtitle, sound: input.sound,
-            badge: input.badge, channelId: input.channelId, ttlSeconds: input.ttlSeconds, priority: input.priority,
-          }));
+          const { userIds: _u, installationIds: _i, ...message } = input;
+          const messages: PushMessage[] = chunk.map((d) => ({ ...message, to: this.#secrets.decrypt(d.push_token_enc) }));
           tickets = await provider.send(messages).catch((err: Error) =>
             chunk.map(() => ({ status: 'error' as const, ticketId: null, message: `The push provider failed: ${err.message}`, error: 'ProviderError', details: null })),
           );
