@@ -31,7 +31,7 @@ const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${path.dirname(process.e
 if (!process.env.DATABASE_URL) {
   dir = mkdtempSync(path.join(os.tmpdir(), 'trellis-test-pg-'));
   const t0 = Date.now();
-  embedded = await startEmbeddedPostgres(dir);
+  embedded = await startEmbeddedPostgres(dir, () => {}, { durable: false });
   process.stderr.write(`# embedded PostgreSQL for tests on port ${embedded.port} (${Date.now() - t0} ms)\n`);
   env.TRELLIS_TEST_ADMIN_URL = embedded.url;
 }
