@@ -26,6 +26,7 @@ import { isProduction, validateConfig, type CoreConfig } from './config/index.ts
 import { SecretBox, randomToken } from './crypto/index.ts';
 import { openDatabase, type Database } from './db/index.ts';
 import { installErrorHandling } from './errors/http.ts';
+import { InvalidRequest } from './errors/index.ts';
 import { createEventBus } from './events/index.ts';
 import { coreEntities, coreMigrations } from './identity/entities.ts';
 import { createJobs } from './jobs/index.ts';
@@ -131,6 +132,36 @@ function makeAjv(extra: AjvOptions): Ajv {
   return ajv;
 }
 
+/** Whether a parsed JSON value holds a NUL character in any string or key. */
+function containsNul(v: unknown): boolean {
+  if (typeof v === 'string') return v.includes('\0');
+  if (Array.isArray(v)) return v.some(containsNul);
+  if (v && typeof v === 'object') return Object.entries(v).some(([k, x]) => k.includes('\0') || containsNul(x));
+  return false;
+}
+
+/**
+ * PostgreSQL text cannot hold NUL (U+0000): a body or query string carrying one is refused with a
+ * 400 here, once for every plugin, instead of failing as a 500 deep in a write. The JSON parser is
+ * fastify's own (with its prototype-poisoning protection); the walk runs only when the body text
+ * contains an escaped NUL, the only way JSON can carry one.
+ */
+function rejectNulCharacters(app: App): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    parseJson(request, body as string, (err: Error | null, value?: unknown) => {
+      if (err) return done(err, undefined);
+      if ((body as string).includes('\\u0000') && containsNul(value)) {
+        return done(new InvalidRequest('Text may not contain NUL characters (\\u0000).'), undefined);
+      }
+      done(null, value);
+    });
+  });
+  app.addHook('onRequest', async (request) => {
+    if (request.url.includes('%00')) throw new InvalidRequest('The URL may not contain NUL characters (%00).');
+  });
+}
+
 /** The secret-at-rest key: configured, or (outside production) generated once in the data dir. */
 function secretKey(config: CoreConfig): string {
   if (config.TRELLIS_SECRET_KEY) return config.TRELLIS_SECRET_KEY;
@@ -194,6 +225,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<Trellis> {
     const coercing = makeAjv({ coerceTypes: 'array' });
     app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as object));
     installErrorHandling(app);
+    rejectNulCharacters(app);
     let shuttingDown = false;
     app.addHook('onRequest', async (request, reply) => {
       reply.header('x-request-id', request.id);

@@ -108,6 +108,21 @@ t.test('malformed JSON, wrong content type and over-large bodies', async (t) => 
   t.equal(big.json().code, 'payload_too_large');
 });
 
+t.test('NUL characters, which PostgreSQL cannot store, are a 400 for every route', async (t) => {
+  const body = await app.inject({ method: 'POST', url: '/api/v1/typed', headers: { ...ws.auth, 'content-type': 'application/json' }, payload: '{"name": "a\\u0000b", "count": 1, "kind": "a"}' });
+  t.equal(body.statusCode, 400);
+  t.equal(body.json().code, 'invalid_request');
+  t.match(body.json().message, /NUL/);
+  const key = await app.inject({ method: 'POST', url: '/api/v1/typed', headers: { ...ws.auth, 'content-type': 'application/json' }, payload: '{"name": "x", "count": 1, "kind": "a", "nested": {"items": []}, "\\u0000": 1}' });
+  t.equal(key.statusCode, 400);
+  const escaped = await app.inject({ method: 'POST', url: '/api/v1/typed', headers: { ...ws.auth, 'content-type': 'application/json' }, payload: '{"name": "literal \\\\u0000 text", "count": 1, "kind": "a"}' });
+  t.equal(escaped.statusCode, 200, 'an escaped backslash followed by u0000 is ordinary text');
+  const query = await app.inject({ method: 'POST', url: '/api/v1/typed?page=1%00', headers: ws.auth, payload: { name: 'n', count: 1, kind: 'a' } });
+  t.equal(query.statusCode, 400);
+  const proto = await app.inject({ method: 'POST', url: '/api/v1/typed', headers: { ...ws.auth, 'content-type': 'application/json' }, payload: '{"name": "n", "count": 1, "kind": "a", "__proto__": {"x": 1}}' });
+  t.equal(proto.statusCode, 400, 'prototype poisoning is still refused');
+});
+
 t.test('unknown routes answer 404 not_found; every response has a request id', async (t) => {
   const res = await app.inject({ method: 'GET', url: '/api/v1/does-not-exist?x=1' });
   t.equal(res.statusCode, 404);
