@@ -1,6 +1,7 @@
 /**
  * Data definitions: CRUD, field validation and the path-segment resolution of spec rule 6.
  */
+import { isUuid, parsePathRef, slugify } from '../../core/tenancy/index.ts';
 import type { Static } from 'typebox';
 import type { Database } from '../../core/db/index.ts';
 import { Conflict, DecodeError, NotFound, type DecodeIssue } from '../../core/errors/index.ts';
@@ -46,22 +47,10 @@ export interface DefinitionView {
   deletedAt: string | null;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const SLUG_ID = /-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
 const FIELD_HANDLE_RE = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
 const RESERVED = new Set(['id', 'createdat', 'updatedat', 'deletedat']);
 
-export const isUuid = (s: string): boolean => UUID.test(s);
-
-export function slugify(name: string, sep = '-'): string {
-  const s = name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, sep)
-    .replace(new RegExp(`^\\${sep}+|\\${sep}+$`, 'g'), '');
-  return s;
-}
+export { isUuid };
 
 /** The snake_case SQL alias of a handle: `orderItems`/`order-items` -> `order_items`. */
 export function snakeAlias(handle: string): string {
@@ -126,18 +115,7 @@ function fromRow(r: DefRow): DefinitionRecord {
 }
 
 /** Reduces a path segment to what it names: `{id}` or `{handle}` (spec rule 6). */
-export function parseDefinitionRef(segment: string): { id: string } | { handle: string } | null {
-  let s = segment.trim();
-  if (s.includes('/')) {
-    const parts = s.split('/').filter(Boolean);
-    s = parts[parts.length - 1] ?? '';
-  }
-  if (!s) return null;
-  if (UUID.test(s)) return { id: s.toLowerCase() };
-  const m = SLUG_ID.exec(s);
-  if (m) return { id: m[1].toLowerCase() };
-  return { handle: s };
-}
+export const parseDefinitionRef = parsePathRef;
 
 type FieldInput = Static<typeof FieldDefinitionInput>;
 

@@ -4,6 +4,7 @@
  * (`GET /workflows/{id}/versions/{version}`) and runnable. Renames and description changes keep
  * the version. Runs go through the core sandbox with no capabilities.
  */
+import { slugify } from '../../core/tenancy/index.ts';
 import type { Database } from '../../core/db/index.ts';
 import { uuidv7 } from '../../core/crypto/index.ts';
 import { Conflict, NotFound } from '../../core/errors/index.ts';
@@ -22,10 +23,7 @@ export interface WorkflowInput {
   ui?: Record<string, unknown>;
 }
 
-function slugify(name: string): string {
-  const s = name.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 100).replace(/-+$/g, '');
-  return s || 'workflow';
-}
+const handleOf = (name: string) => slugify(name).slice(0, 100).replace(/-+$/g, '') || 'workflow';
 
 /** JSON equality independent of key order. */
 function canonical(v: unknown): string {
@@ -84,7 +82,7 @@ export class WorkflowsStore implements WorkflowsApi {
 
   async create(workspaceId: string, input: WorkflowInput): Promise<Row> {
     const id = uuidv7();
-    const handle = input.handle ?? slugify(input.name);
+    const handle = input.handle ?? handleOf(input.name);
     return this.db.transaction(async (c) => {
       const res = await c.query(
         `INSERT INTO workflows_workflows (id, workspace_id, name, handle, description, code, version, config, ui)
