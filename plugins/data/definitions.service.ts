@@ -114,8 +114,6 @@ function fromRow(r: DefRow): DefinitionRecord {
   };
 }
 
-/** Reduces a path segment to what it names: `{id}` or `{handle}` (spec rule 6). */
-export const parseDefinitionRef = parsePathRef;
 
 type FieldInput = Static<typeof FieldDefinitionInput>;
 
@@ -136,7 +134,7 @@ export class DefinitionsService {
 
   /** A live definition of the workspace named by a path segment, or null. */
   async find(workspaceId: string, segment: string): Promise<DefinitionRecord | null> {
-    const ref = parseDefinitionRef(segment);
+    const ref = parsePathRef(segment);
     if (!ref) return null;
     const rows =
       'id' in ref
@@ -263,7 +261,7 @@ export class DefinitionsService {
       lower.set(k, h);
     }
     for (const { handle, ref } of relTargets) {
-      const parsed = parseDefinitionRef(ref);
+      const parsed = parsePathRef(ref);
       const target = parsed && 'id' in parsed && parsed.id === selfId ? { id: selfId } : await this.find(workspaceId, ref);
       if (!target) issues.push({ _tag: 'Refinement', path: ['fields', handle, 'dataDefinitionId'], message: 'no data definition with this id in the workspace' });
       else out[handle].dataDefinitionId = target.id;
