@@ -1,6 +1,8 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
-import { loadConfig } from '../core/config/index.ts';
+import { adapters } from '../adapters/index.ts';
+import { loadConfig, validateConfig } from '../core/config/index.ts';
+import { plugins } from '../plugins/index.ts';
 import { buildTestApp, createApiKey, setupWorkspace } from '../core/testing/index.ts';
 import notes from '../examples/custom-plugin/index.ts';
 import workspaces from '../plugins/workspaces/index.ts';
@@ -22,10 +24,16 @@ t.test('the custom plugin example works as its comment says', async (t) => {
   t.equal(denied.statusCode, 403);
 });
 
-t.test('the example config files are valid', async (t) => {
+t.test('the example config files are valid, plugin sections included', async (t) => {
+  const units = [...plugins, ...adapters];
   for (const f of ['examples/config.minimal.json', 'examples/config.full.json']) {
     const c = loadConfig({ TRELLIS_CONFIG_FILE: f, TRELLIS_SECRET_KEY: 'x'.repeat(32) });
     t.ok(c.PORT, f);
+    for (const [id, section] of Object.entries(c.plugins)) {
+      const unit = units.find((u) => u.id === id);
+      t.ok(unit, `${f}: '${id}' is a known plugin or adapter`);
+      if (unit?.config) t.doesNotThrow(() => validateConfig(unit.config!, section, `plugins.${id}.`), `${f}: plugins.${id} is valid`);
+    }
   }
-  t.same(JSON.parse(readFileSync('examples/config.full.json', 'utf8')).plugins.files, { storage: 's3' });
+  t.same(JSON.parse(readFileSync('examples/config.full.json', 'utf8')).plugins.files, { backend: 's3' });
 });
