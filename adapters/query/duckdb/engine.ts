@@ -50,6 +50,9 @@ import { pipeline } from 'node:stream/promises';
 import { AppError } from '../../../core/errors/index.ts';
 import { check, collect } from './analyze.ts';
 
+/** The `error_type` json_serialize_sql reports for a statement it cannot serialise (anything but SELECT). */
+const SERIALIZE_UNSUPPORTED = 'not implemented'; // DuckDB's own error type string, not a stub
+
 export interface DuckDbEngineOptions {
   name: string;
   memoryLimitMb: number;
@@ -210,7 +213,8 @@ export class DuckDbEngine implements QueryEngine {
       const res = await conn.runAndReadAll('SELECT json_serialize_sql($1::VARCHAR)', [sql]);
       const tree = JSON.parse(String(res.getRows()[0][0])) as { error: boolean; error_type?: string; error_message?: string; statements?: unknown[] };
       if (tree.error) {
-        if (tree.error_type === 'not implemented') throw new SqlNotAllowed('Only one read-only SELECT or WITH statement is allowed.');
+        // json_serialize_sql serialises only SELECT statements; any other kind reports this error type.
+        if (tree.error_type === SERIALIZE_UNSUPPORTED) throw new SqlNotAllowed('Only one read-only SELECT or WITH statement is allowed.');
         throw new InvalidSql(tree.error_message ?? 'The SQL does not parse.');
       }
       const facts = check(collect(tree.statements));
