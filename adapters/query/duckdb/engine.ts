@@ -460,11 +460,14 @@ export class DuckDbEngine implements QueryEngine {
     try {
       const conn = await instance.connect();
       try {
-        for (const t of analysis.tables) {
-          const f = files.get(t)!;
+        // Views over exactly the given files: the query reads them in place (no copy), and once
+        // external access is off, `allowed_paths` lets DuckDB open those files and nothing else.
+        const used = analysis.tables.map((t) => files.get(t)!);
+        await conn.run(`SET allowed_paths = [${used.map((f) => lit(f.path)).join(', ')}]`);
+        for (const f of used) {
           const reader = f.format === 'csv' ? 'read_csv' : f.format === 'parquet' ? 'read_parquet' : 'read_json_auto';
           try {
-            await conn.run(`CREATE TABLE ${q(t)} AS SELECT * FROM ${reader}(${lit(f.path)})`);
+            await conn.run(`CREATE VIEW ${q(f.name.toLowerCase())} AS SELECT * FROM ${reader}(${lit(f.path)})`);
           } catch (err) {
             throw new QueryFailed(`Source '${f.name}' could not be read as ${f.format}: ${(err as Error).message.split('\n')[0]}`);
           }
