@@ -92,3 +92,18 @@ t.test('a non-member session gets 404 on every workspace-handle route', async (t
     t.equal(res.statusCode, 404, `${r.method} ${r.url}`);
   }
 });
+
+t.test("no list or query endpoint shows another workspace's resources", async (t) => {
+  // Every fixture above was created in workspace A; none of their ids may appear in what B reads.
+  const ids = [...new Set(cache.values())].filter((id) => id.length >= 8);
+  t.ok(ids.length > 10, `${ids.length} resources of workspace A to look for`);
+  const lists = routes.filter((r) => r.method === 'GET' && r.auth !== 'public' && r.auth !== 'session' && paramNames(r.url).length === 0 && r.url.startsWith('/api/v1/'));
+  t.ok(lists.length > 5);
+  for (const r of lists) {
+    const res = await app.inject({ method: 'GET', url: r.url, headers: B.auth });
+    const leaked = ids.filter((id) => res.body.includes(id));
+    t.same(leaked, [], `GET ${r.url} as workspace B (${res.statusCode})`);
+  }
+  const mine = await app.inject({ method: 'GET', url: '/api/v1/channels', headers: A.auth });
+  t.ok(ids.some((id) => mine.body.includes(id)), "the same lists do show A's resources to A (the check can fail)");
+});
