@@ -107,3 +107,27 @@ t.test("no list or query endpoint shows another workspace's resources", async (t
   const mine = await app.inject({ method: 'GET', url: '/api/v1/channels', headers: A.auth });
   t.ok(ids.some((id) => mine.body.includes(id)), "the same lists do show A's resources to A (the check can fail)");
 });
+
+t.test('junk query strings never produce a 500 on any read route', async (t) => {
+  const junk = '?page=-1&pageSize=abc&limit=1e999&offset=-5&sort=;drop%20table&filter.x.gt=%5B&filter..=1&q=%ff&folderId=..%2F..&status=x';
+  for (const r of routes.filter((x) => x.method === 'GET' && x.auth !== 'public' && x.url.startsWith('/api/v1/'))) {
+    const url = fill(r.url, await resolveParams(r.url)) + junk;
+    const res = await app.inject({ method: 'GET', url, headers: r.auth === 'session' ? A.user.headers(A.handle) : A.auth });
+    t.ok(res.statusCode < 500, `GET ${r.url}${junk}: ${res.statusCode} ${res.statusCode >= 500 ? res.body.slice(0, 200) : ''}`);
+  }
+});
+
+t.test('malformed bodies never produce a 500 on any write route', async (t) => {
+  let deep: unknown = 1;
+  for (let i = 0; i < 200; i++) deep = [deep];
+  const payloads: unknown[] = [[], 'text', 42, null, { '': '' }, { name: { $gt: '' } }, { name: 'x'.repeat(100_000) }, { a: deep }];
+  const writes = routes.filter((r) => ['POST', 'PUT', 'PATCH'].includes(r.method) && r.auth !== 'public' && r.url.startsWith('/api/v1/'));
+  for (const r of writes) {
+    const url = fill(r.url, await resolveParams(r.url));
+    const headers = r.auth === 'session' ? A.user.headers(A.handle) : A.auth;
+    for (const p of payloads) {
+      const res = await app.inject({ method: r.method as 'POST', url, headers: { ...headers, 'content-type': 'application/json' }, payload: JSON.stringify(p) });
+      t.ok(res.statusCode < 500, `${r.method} ${r.url} with ${JSON.stringify(p).slice(0, 40)}: ${res.statusCode} ${res.statusCode >= 500 ? res.body.slice(0, 200) : ''}`);
+    }
+  }
+});
