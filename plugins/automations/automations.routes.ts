@@ -2,7 +2,7 @@ import Type from 'typebox';
 import type { FastifyRequest } from 'fastify';
 import type { App } from '../../core/registry/index.ts';
 import type { SecretBox } from '../../core/crypto/index.ts';
-import { InvalidRequest, NotFound, defineError } from '../../core/errors/index.ts';
+import { InvalidRequest, NotFound, TooManyRequests, defineError } from '../../core/errors/index.ts';
 import { safeEqual } from '../../core/crypto/index.ts';
 import {
   Automation,
@@ -36,6 +36,8 @@ export interface RouteDeps {
   runs: RunsService;
   secrets: SecretBox;
   manualWaitMs: number;
+  /** Webhook deliveries answer 429 while this many runs of the workspace wait for a slot. */
+  maxQueuedRuns: number;
 }
 
 async function waitFor<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
@@ -205,7 +207,7 @@ export function webhookRoutes(app: App, d: RouteDeps): void {
         tags,
         summary: 'Deliver a webhook: starts the automation',
         description:
-          'Any content type. The run input is `{method, headers, query, body}` (`body` parsed as JSON when the content type is JSON, else the raw text; credential headers are dropped). Answers 202 `{runId, status, duplicate}` as soon as the run is recorded (it then runs asynchronously). Unknown id, wrong secret, disabled trigger or automation: 404 and no run. With a signing secret, a missing or bad Standard Webhooks signature is 401 `invalid_signature`. A repeated `webhook-id` (or `idempotency-key`) header returns the first run with `duplicate: true` and starts nothing.',
+          'Any content type. The run input is `{method, headers, query, body}` (`body` parsed as JSON when the content type is JSON, else the raw text; credential headers are dropped). Answers 202 `{runId, status, duplicate}` as soon as the run is recorded (it then runs asynchronously). Unknown id, wrong secret, disabled trigger or automation: 404 and no run. With a signing secret, a missing or bad Standard Webhooks signature is 401 `invalid_signature`. A repeated `webhook-id` (or `idempotency-key`) header returns the first run with `duplicate: true` and starts nothing. While the workspace has `maxQueuedRunsPerWorkspace` runs waiting on this server, deliveries answer 429 `too_many_requests` with `retry-after` and record no run (senders retry).',
         params: WebhookParams,
         response: { 202: WebhookAccepted },
       },
@@ -233,6 +235,9 @@ export function webhookRoutes(app: App, d: RouteDeps): void {
       for (const [k, v] of Object.entries(request.headers)) if (!HIDDEN_HEADERS.has(k) && v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
       const deliveryId = request.headers['webhook-id'] ?? request.headers['idempotency-key'];
       const deliveryKey = typeof deliveryId === 'string' && deliveryId ? `webhook:${found.trigger.id}:${deliveryId.slice(0, 200)}` : null;
+      if (d.runs.backlog(found.automation.workspaceId) >= d.maxQueuedRuns) {
+        throw new TooManyRequests('This workspace has too many runs waiting; retry the delivery shortly.', undefined, { 'retry-after': '1' });
+      }
       const started = await d.runs.start(found.automation, found.trigger, 'webhook', { method: request.method, headers, query: request.query ?? {}, body }, deliveryKey);
       started.done.catch(() => undefined);
       return reply.code(202).send({ runId: started.run.id, status: started.run.status, duplicate: started.duplicate });

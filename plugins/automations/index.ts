@@ -26,6 +26,7 @@ const config = Type.Object({
   recoveryGraceMs: Type.Integer({ minimum: 0, default: 60_000, description: 'Past timeoutMs + this, a run still running belongs to a dead process and is failed' }),
   recoveryIntervalMs: Type.Integer({ minimum: 50, default: 60_000, description: 'How often each node sweeps for interrupted runs' }),
   maxWorkers: Type.Integer({ minimum: 1, maximum: 64, default: 8, description: 'Sandbox worker threads (one run each at a time)' }),
+  maxQueuedRunsPerWorkspace: Type.Integer({ minimum: 0, default: 100, description: 'While this many runs of a workspace wait for a slot on this server, webhook deliveries answer 429 with retry-after (senders retry) instead of queueing more' }),
   maxConcurrentRunsPerWorkspace: Type.Integer({ minimum: 1, default: 6, description: 'Runs of one workspace executing at once per server; more wait up to timeoutMs (fairness between tenants)' }),
 });
 
@@ -57,7 +58,7 @@ export default definePlugin({
       changed: (workspaceId) => triggers.invalidateDataTriggers(workspaceId),
     };
 
-    const deps = { store, runs, secrets: ctx.secrets, manualWaitMs: c.manualWaitMs };
+    const deps = { store, runs, secrets: ctx.secrets, manualWaitMs: c.manualWaitMs, maxQueuedRuns: c.maxQueuedRunsPerWorkspace };
     ctx.routes((app) => automationsRoutes(app, deps));
     ctx.routes((app) => webhookRoutes(app, deps));
 

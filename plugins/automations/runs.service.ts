@@ -39,6 +39,11 @@ class KeyedLimiter {
     this.max = Math.max(1, max);
   }
 
+  /** How many acquirers of `key` wait for a slot. */
+  waiting(key: string): number {
+    return this.state.get(key)?.queue.length ?? 0;
+  }
+
   /** Resolves with a release function, or with null when no slot freed up within `waitMs` (or on abort). */
   acquire(key: string, waitMs: number, signal: AbortSignal): Promise<(() => void) | null> {
     let s = this.state.get(key);
@@ -189,6 +194,11 @@ export class RunsService {
     this.cfg = cfg;
     this.limiter = new KeyedLimiter(cfg.maxConcurrentPerWorkspace);
     this.log = log;
+  }
+
+  /** Runs of a workspace waiting on this server for one of its execution slots. */
+  backlog(workspaceId: string): number {
+    return this.limiter.waiting(workspaceId);
   }
 
   async start(a: AutomationRecord, trigger: TriggerRecord | null, triggerType: string, input: unknown, deliveryKey?: string | null): Promise<StartedRun> {

@@ -143,3 +143,25 @@ t.test('Standard Webhooks signature verification', async (t) => {
   t.same(cleared.json().triggers[0].config, { hasSigningSecret: false });
   t.equal((await app.inject({ method: 'POST', url: path, payload: {} })).statusCode, 202, 'unsigned accepted once the secret is cleared');
 });
+
+t.test('a workspace whose runs queue up gets 429 with retry-after instead of an unbounded backlog', async (t) => {
+  const busy = await buildTestApp({ plugins: [workspaces, automations], pluginConfig: { automations: { timeoutMs: 5000, maxConcurrentRunsPerWorkspace: 1, maxQueuedRunsPerWorkspace: 2 } } });
+  t.teardown(() => busy.close());
+  const w = await setupWorkspace(busy);
+  const slow = 'export default () => { const end = Date.now() + 400; while (Date.now() < end) {} return "done" }';
+  const created = await busy.inject({ method: 'POST', url: '/api/v1/automations', headers: w.auth, payload: { name: 'Slow', scriptSource: slow, triggers: [{ type: 'webhook', name: 'in' }] } });
+  const path = new URL(created.json().triggers[0].webhookUrl).pathname;
+  const codes: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    const res = await busy.inject({ method: 'POST', url: path, headers: { 'content-type': 'application/json' }, payload: '{}' });
+    codes.push(res.statusCode);
+    if (res.statusCode === 429) {
+      t.equal(res.headers['retry-after'], '1');
+      t.equal(res.json().code, 'too_many_requests');
+    }
+  }
+  // One run executes, two wait: the rest are refused until the queue drains.
+  t.same(codes, [202, 202, 202, 429, 429, 429]);
+  const runs = (await busy.inject({ method: 'GET', url: `/api/v1/automations/${created.json().id}/runs`, headers: w.auth })).json();
+  t.equal(runs.length, 3, 'a refused delivery records no run');
+});
