@@ -3,6 +3,8 @@
  * writes, validation against field types, row events after commit, materialized fields, and a
  * tabular projection for query engines (sql-query).
  */
+import { mcpToolsPoint } from '../mcp/api.ts';
+import { dataTools } from './mcp.ts';
 import Type from 'typebox';
 import { definePlugin } from '../../core/registry/index.ts';
 import { explorerSourcesPoint } from '../explorer/api.ts';
@@ -37,7 +39,7 @@ export default definePlugin({
   migrations,
   provides: [dataServiceRef, dataTablesRef],
   optionalDeps: { files: filesServiceRef, engines: queryEnginesRef },
-  extends: [explorerSourcesPoint],
+  extends: [explorerSourcesPoint, mcpToolsPoint],
   setup(ctx) {
     const defs = new DefinitionsService(ctx.db);
     const rows = new RowsService(ctx.db, defs, ctx.events, ctx.optionalDeps.files, ctx.config);
@@ -73,6 +75,8 @@ export default definePlugin({
         }));
       },
     });
+
+    for (const tool of dataTools(defs, service)) ctx.extend(mcpToolsPoint, tool);
 
     ctx.routes((app) => {
       definitionsRoutes(app, defs);

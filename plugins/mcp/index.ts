@@ -10,7 +10,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv, type ValidateFunction } from 'ajv';
 import Type from 'typebox';
-import { AppError } from '../../core/errors/index.ts';
+import { AppError, DecodeError } from '../../core/errors/index.ts';
 import { definePlugin } from '../../core/registry/index.ts';
 import { mcpToolsPoint, type McpTool, type McpToolContext } from './api.ts';
 
@@ -64,6 +64,7 @@ export default definePlugin({
           return { content: [{ type: 'text' as const, text: JSON.stringify(result, null, 2) }], structuredContent: (result && typeof result === 'object' && !Array.isArray(result) ? result : { result }) as Record<string, unknown> };
         } catch (err) {
           if (err instanceof AppError) return fail(`${err.code}: ${err.message}`);
+          if (err instanceof DecodeError) return fail(`invalid input: ${err.message}`);
           ctx.logger.error({ err, tool: tool.name }, 'MCP tool failed');
           return fail('The tool failed with an internal error.');
         }

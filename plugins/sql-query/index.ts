@@ -2,6 +2,7 @@
  * sql-query plugin: POST /api/v1/data/sql-query, a read-only SELECT over the workspace's data
  * definitions projected as tables, run by a query engine (DuckDB by default).
  */
+import { mcpToolsPoint } from '../mcp/api.ts';
 import Type from 'typebox';
 import { BootError, definePlugin } from '../../core/registry/index.ts';
 import { dataTablesRef } from '../data/api.ts';
@@ -21,6 +22,7 @@ export default definePlugin({
   description: 'Read-only SQL query over workspace data (POST /data/sql-query)',
   config,
   deps: { engines: queryEnginesRef, tables: dataTablesRef },
+  extends: [mcpToolsPoint],
   setup(ctx) {
     const engine = ctx.deps.engines.get(ctx.config.engine);
     if (!engine) {
@@ -29,6 +31,18 @@ export default definePlugin({
       );
     }
     const service = new SqlQueryService(ctx.deps.tables, engine, ctx.config);
+    ctx.extend(mcpToolsPoint, {
+      name: 'sql_query',
+      title: 'SQL over workspace data',
+      description: 'One read-only SELECT or WITH over the data definitions as tables (named by handle or snake_case alias). Returns columns, records, rowCount, truncated and warnings.',
+      inputSchema: { type: 'object', properties: { sql: { type: 'string', minLength: 1 } }, required: ['sql'], additionalProperties: false },
+      permission: 'data.read',
+      tags: ['data', 'sql'],
+      run: async (c, args) => {
+        const r = await service.run(c.workspaceId, String(args.sql));
+        return { columns: r.table.columns, records: r.records, rowCount: r.rowCount, truncated: r.truncated, warnings: r.warnings };
+      },
+    });
     ctx.routes((app) => sqlQueryRoutes(app, service));
   },
 });
