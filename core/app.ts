@@ -194,12 +194,12 @@ export async function buildApp(opts: BuildAppOptions): Promise<Trellis> {
     trustProxy: false,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    ajv: {},
   }).withTypeProvider() as unknown as App;
   const log: FastifyBaseLogger = app.log;
 
   const entities: EntitySchema[] = [...coreEntities, ...units.flatMap((u) => u.entities ?? [])] as EntitySchema[];
   const db = await openDatabase({ url: opts.databaseUrl, entities, poolSize: config.TRELLIS_DB_POOL_SIZE, log: (m) => log.info(m) });
+  const jobs = createJobs(opts.databaseUrl, log);
   try {
     await db.migrate([{ plugin: 'core', migrations: coreMigrations }, ...units.map((u) => ({ plugin: u.id, migrations: u.migrations ?? [] }))]);
 
@@ -216,7 +216,6 @@ export async function buildApp(opts: BuildAppOptions): Promise<Trellis> {
       openSignup: config.TRELLIS_OPEN_SIGNUP,
     });
     const events = createEventBus(log);
-    const jobs = createJobs(opts.databaseUrl, log);
     const identity = { sessions, keys, apiKeys: new ApiKeys(keys, catalogue), catalogue };
     const netService = { fetch: createSafeFetch({ allow: config.TRELLIS_OUTBOUND_ALLOW.split(',') }) };
 
@@ -422,7 +421,9 @@ export async function buildApp(opts: BuildAppOptions): Promise<Trellis> {
       },
     };
   } catch (err) {
+    // A failed boot leaves nothing running: a plugin's setup may already have started the queue.
     await app.close().catch(() => undefined);
+    await jobs.stop().catch(() => undefined);
     await db.close().catch(() => undefined);
     throw err;
   }
