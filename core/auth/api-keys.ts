@@ -3,13 +3,13 @@
  * Used by every plugin that hands out keys (workspaces' API Keys routes, agent login) through
  * `ctx.identity.apiKeys`, always with an EntityManager scoped to the key's workspace.
  */
+import { isUuid } from '../tenancy/index.ts';
 import type { EntityManager } from '@mikro-orm/core';
 import { NotFound } from '../errors/index.ts';
 import { ApiKey, type KeyRole, type Role } from '../identity/entities.ts';
 import { issueKey, type ApiKeyResolver } from './keys.ts';
 import type { PermissionCatalogue } from './permissions.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
 
 export interface ApiKeyView {
@@ -92,7 +92,7 @@ export class ApiKeys {
 
   /** Revokes a key of the EntityManager's workspace; refused from the next request on, on every node. */
   async revoke(em: EntityManager, id: string): Promise<void> {
-    const key = UUID.test(id) ? await em.findOne(ApiKey, { id }) : null;
+    const key = isUuid(id) ? await em.findOne(ApiKey, { id }) : null;
     if (!key) throw new NotFound('API key was not found.');
     if (!key.revokedAt) {
       key.revokedAt = new Date();

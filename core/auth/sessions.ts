@@ -2,6 +2,7 @@
  * Users and first-party sessions. The session cookie carries a random token; the database keeps
  * only its SHA-256. Sign-in failures are throttled per (email, client address) in memory.
  */
+import { isUuid } from '../tenancy/index.ts';
 import type { Database } from '../db/index.ts';
 import { DUMMY_PASSWORD_HASH, hashPassword, prefixedId, randomToken, sha256Hex, verifyPassword } from '../crypto/index.ts';
 import { Conflict, Forbidden, InvalidCredentials, TooManyRequests } from '../errors/index.ts';
@@ -111,7 +112,7 @@ export class SessionService {
   async membership(userId: string, ref: { handle?: string; id?: string }): Promise<MemberWorkspace | undefined> {
     const byId = ref.id !== undefined;
     const value = byId ? ref.id! : ref.handle!;
-    if (byId && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) return undefined;
+    if (byId && !isUuid(value)) return undefined;
     const rows = await this.#db.query<MemberWorkspace>(
       `SELECT w.id, w.handle, w.name, m.role FROM core_workspaces w
          JOIN core_memberships m ON m.workspace_id = w.id AND m.user_id = $1

@@ -33,7 +33,7 @@ export function scopedEm<E extends EntityManager>(em: E, workspaceId: string): E
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SLUG_ID = /-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
 
-export const isUuid = (s: string): boolean => UUID.test(s);
+export const isUuid = (s: unknown): s is string => typeof s === 'string' && UUID.test(s);
 
 /**
  * What a path segment names (spec rule 6, for data definitions and agents): the id; a name-id

@@ -7,7 +7,7 @@
 import { uuidv7 } from '../../core/crypto/index.ts';
 import type { Database } from '../../core/db/index.ts';
 import { Conflict, InvalidRequest, NotFound } from '../../core/errors/index.ts';
-import { parsePathRef, slugify } from '../../core/tenancy/index.ts';
+import { isUuid, parsePathRef, slugify } from '../../core/tenancy/index.ts';
 import type { CredentialsService } from '../credentials/api.ts';
 import type { ChatTurn, ModelProvider } from './api.ts';
 
@@ -202,7 +202,7 @@ export class AgentsService {
   }
 
   async #chat(workspaceId: string, agentId: string, chatId: string): Promise<ChatRow> {
-    const rows = /^[0-9a-f-]{36}$/i.test(chatId)
+    const rows = isUuid(chatId)
       ? await this.#db.query<ChatRow>(
           `SELECT c.*, (SELECT count(*) FROM agents_messages m WHERE m.chat_id = c.id) AS message_count
              FROM agents_chats c WHERE c.id = $1 AND c.workspace_id = $2 AND c.agent_id = $3`,

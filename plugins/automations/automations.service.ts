@@ -2,6 +2,7 @@
  * Automations: storage of automations, their resources and triggers (hand-written SQL on the pg
  * pool, every query scoped by workspace), and the validation of resources and trigger configs.
  */
+import { isUuid, slugify } from '../../core/tenancy/index.ts';
 import type pg from 'pg';
 import { CronExpressionParser } from 'cron-parser';
 import type { Database } from '../../core/db/index.ts';
@@ -95,21 +96,10 @@ export interface OptionalServices {
 type Row = Record<string, unknown>;
 type Queryable = Pick<pg.PoolClient, 'query'>;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export const isUuid = (s: unknown): s is string => typeof s === 'string' && UUID.test(s);
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-export function slugify(name: string): string {
-  const s = name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 100)
-    .replace(/-+$/g, '');
-  return s || 'automation';
-}
+/** The handle an automation gets from its name. */
+export const handleFromName = (name: string): string => slugify(name).slice(0, 100).replace(/-+$/g, '') || 'automation';
 
 function resourceFromRow(r: Row): ResourceRecord {
   return {
@@ -257,7 +247,7 @@ export class AutomationsService {
     await this.validateResources(workspaceId, input.resources ?? []);
     const triggers = (input.triggers ?? []).map((t) => this.normalizeTrigger(t));
     const id = uuidv7();
-    const handle = input.handle ?? slugify(input.name);
+    const handle = input.handle ?? handleFromName(input.name);
     const created = await this.db.transaction(async (c) => {
       const ins = await c.query(
         `INSERT INTO automations_automations (id, workspace_id, name, handle, description, enabled, script_source)

@@ -14,6 +14,7 @@
  *   marks them `failed` with error code `interrupted` (never retried automatically: scripts may have
  *   side effects). At shutdown, runs in flight are cancelled and recorded as failed.
  */
+import { isUuid } from '../../core/tenancy/index.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from '../../core/db/index.ts';
 import { uuidv7 } from '../../core/crypto/index.ts';
@@ -21,7 +22,7 @@ import { NotFound } from '../../core/errors/index.ts';
 import type { ResourceBinding, RunResult, Sandbox, SandboxCapabilities } from '../../core/sandbox/index.ts';
 import type { DataQuery } from '../data/api.ts';
 import type { PostMessageInput } from '../channels/api.ts';
-import { isUuid, type AutomationRecord, type OptionalServices, type ResourceRecord, type TriggerRecord } from './automations.service.ts';
+import { type AutomationRecord, type OptionalServices, type ResourceRecord, type TriggerRecord } from './automations.service.ts';
 
 export interface RunnerConfig {
   timeoutMs: number;

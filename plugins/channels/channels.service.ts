@@ -4,6 +4,7 @@
  * outbound delivery queue (pending -> sent/delivered, or failed with the reason; exponential
  * backoff on the job queue; a sweeper re-queues anything left pending by a crash).
  */
+import { isUuid } from '../../core/tenancy/index.ts';
 import type pg from 'pg';
 import { Ajv, type ValidateFunction } from 'ajv';
 import * as ajvFormats from 'ajv-formats';
@@ -40,8 +41,6 @@ export const DELIVER_QUEUE = 'channels.deliver';
 export const SWEEP_QUEUE = 'channels.deliver-sweep';
 export const MESSAGE_CREATED = 'channels.message.created';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const isUuid = (s: string | null | undefined): s is string => typeof s === 'string' && UUID.test(s);
 
 export interface DeliveryConfig {
   maxAttempts: number;
@@ -486,22 +485,7 @@ export class ChannelsService {
 
   async #insertMessage(
     c: Queryable,
-    m: {
-      workspaceId: string;
-      channelId: string;
-      threadId: string | null;
-      parentMessageId: string | null;
-      externalId: string | null;
-      direction: MessageDirection;
-      status: MessageStatus;
-      kind: MessageKind;
-      text: string | null;
-      raw: unknown;
-      author: MessageAuthor;
-      metadata: Record<string, unknown> | null;
-      attachments: Attachment[];
-      delivery: Record<string, unknown> | null;
-    },
+    m: Omit<MessageView, 'id' | 'createdAt' | 'updatedAt'> & { workspaceId: string; delivery: Record<string, unknown> | null },
   ): Promise<Row | null> {
     const now = new Date();
     const { rows } = await c.query(

@@ -9,12 +9,12 @@
  * items): otherwise 409 `conflict`; items are deleted through their own API, so deleting an item
  * node answers 400.
  */
+import { isUuid } from '../../core/tenancy/index.ts';
 import type { Database } from '../../core/db/index.ts';
 import { uuidv7 } from '../../core/crypto/index.ts';
 import { Conflict, DecodeError, InvalidRequest, NotFound } from '../../core/errors/index.ts';
 import type { ExplorerItem, ExplorerSource } from './api.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const CONTROL = /[\u0000-\u001f\u007f]/;
 const ROOT = { id: 'root', name: '', path: '' };
 
@@ -120,7 +120,7 @@ export class ExplorerService {
   /** Parses a folder id parameter; `null` for the root. 404 for a folder of another workspace. */
   #folderId(tree: Tree, id: string | null | undefined): string | null {
     if (id === undefined || id === null || id === 'root' || id === '') return null;
-    if (!UUID.test(id) || !tree.byId.has(id)) throw new NotFound('Folder was not found.');
+    if (!isUuid(id) || !tree.byId.has(id)) throw new NotFound('Folder was not found.');
     return id;
   }
 
@@ -232,7 +232,7 @@ export class ExplorerService {
   }
 
   async #node(workspaceId: string, tree: Tree, nodeId: string): Promise<Node> {
-    if (UUID.test(nodeId)) {
+    if (isUuid(nodeId)) {
       const r = tree.byId.get(nodeId);
       if (!r) throw new NotFound('Node was not found.');
       return this.#folderNode(tree, r);

@@ -13,6 +13,7 @@
  * - Uploads not finished before their expiry are aborted by the sweep and the file is deleted
  *   (not listed, 404), so an abandoned or crashed upload leaves nothing visible and no parts.
  */
+import { isUuid } from '../../core/tenancy/index.ts';
 import { createHash } from 'node:crypto';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -228,7 +229,6 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
   return { start, end };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export type CreateBody =
   | { mode: 'document'; name: string; content: string; directory?: string; contentType?: string; checksumSha256?: string; metadata?: Record<string, string> }
@@ -289,7 +289,7 @@ export class FilesService {
   // --- reads ---------------------------------------------------------------------------------
 
   async #row(workspaceId: string, id: string): Promise<FileRow> {
-    if (!UUID.test(id)) throw new NotFound('File was not found.');
+    if (!isUuid(id)) throw new NotFound('File was not found.');
     const rows = await this.#db.query<FileRow>('SELECT * FROM files_files WHERE workspace_id = $1 AND id = $2 AND deleted_at IS NULL', [workspaceId, id]);
     if (!rows[0]) throw new NotFound('File was not found.');
     return rows[0];
@@ -347,7 +347,7 @@ export class FilesService {
   }
 
   async existing(workspaceId: string, ids: string[]): Promise<Set<string>> {
-    const valid = ids.filter((i) => UUID.test(i));
+    const valid = ids.filter((i) => isUuid(i));
     if (valid.length === 0) return new Set();
     const rows = await this.#db.query<{ id: string }>(
       'SELECT id FROM files_files WHERE workspace_id = $1 AND id = ANY($2::uuid[]) AND deleted_at IS NULL',
@@ -475,7 +475,7 @@ export class FilesService {
   }
 
   verifyUploadSignature(fileId: string, partNumber: number | undefined, expires: number, sig: string): void {
-    if (!UUID.test(fileId)) throw new UploadForbidden();
+    if (!isUuid(fileId)) throw new UploadForbidden();
     const expected = this.#secrets.digest(`files.upload:${fileId}:${partNumber ?? 0}:${expires}`);
     if (!safeEqual(expected, sig)) throw new UploadForbidden();
     if (expires * 1000 < Date.now()) throw new UploadForbidden('The upload URL has expired.');

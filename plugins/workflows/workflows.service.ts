@@ -4,7 +4,7 @@
  * (`GET /workflows/{id}/versions/{version}`) and runnable. Renames and description changes keep
  * the version. Runs go through the core sandbox with no capabilities.
  */
-import { slugify } from '../../core/tenancy/index.ts';
+import { isUuid, slugify } from '../../core/tenancy/index.ts';
 import type { Database } from '../../core/db/index.ts';
 import { uuidv7 } from '../../core/crypto/index.ts';
 import { Conflict, NotFound } from '../../core/errors/index.ts';
@@ -12,7 +12,6 @@ import type { Sandbox } from '../../core/sandbox/index.ts';
 import type { WorkflowRunResult, WorkflowsService as WorkflowsApi } from './api.ts';
 
 type Row = Record<string, unknown>;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface WorkflowInput {
   name: string;
@@ -73,7 +72,7 @@ export class WorkflowsStore implements WorkflowsApi {
   }
 
   async get(workspaceId: string, idOrHandle: string): Promise<Row> {
-    const rows = UUID.test(idOrHandle)
+    const rows = isUuid(idOrHandle)
       ? await this.db.query('SELECT * FROM workflows_workflows WHERE workspace_id = $1 AND id = $2', [workspaceId, idOrHandle])
       : await this.db.query('SELECT * FROM workflows_workflows WHERE workspace_id = $1 AND handle = $2', [workspaceId, idOrHandle]);
     if (rows.length === 0) throw new NotFound('Workflow not found.');

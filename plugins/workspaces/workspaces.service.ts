@@ -10,10 +10,9 @@ import { Conflict, InvalidRequest, NotFound } from '../../core/errors/index.ts';
 import type { Role } from '../../core/identity/entities.ts';
 import type { WorkspaceRef } from '../../core/auth/guard.ts';
 import type { Identity } from '../../core/registry/index.ts';
-import { slugify } from '../../core/tenancy/index.ts';
+import { isUuid, slugify } from '../../core/tenancy/index.ts';
 import { Invitation } from './entities.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
 
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
@@ -121,7 +120,7 @@ export class WorkspacesService {
   }
 
   async revokeInvitation(em: EntityManager, id: string): Promise<void> {
-    const inv = UUID.test(id) ? await em.findOne(Invitation, { id }) : null;
+    const inv = isUuid(id) ? await em.findOne(Invitation, { id }) : null;
     if (!inv || inv.revokedAt) throw new NotFound('Invitation was not found.');
     if (inv.acceptedAt) throw new Conflict('The invitation has already been accepted.', { reason: 'accepted' });
     inv.revokedAt = new Date();
