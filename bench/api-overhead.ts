@@ -14,7 +14,7 @@ import { buildApp } from '../core/app.ts';
 import { loadConfig } from '../core/config/index.ts';
 import { definePlugin } from '../core/registry/index.ts';
 import workspaces from '../plugins/workspaces/index.ts';
-import { benchDatabase, envInt, load, row } from './lib.ts';
+import { benchDatabase, envInt, load, row, serveWithWorkspace } from './lib.ts';
 
 const connections = envInt('BENCH_CONNECTIONS', 50);
 const seconds = envInt('BENCH_SECONDS', 10);
@@ -45,17 +45,7 @@ const probe = definePlugin({
 const db = await benchDatabase();
 const config = loadConfig({ TRELLIS_DATA_DIR: `/tmp/trellis-bench-data-${process.pid}`, TRELLIS_LOG_LEVEL: 'silent', TRELLIS_DB_POOL_SIZE: '20' });
 const trellis = await buildApp({ config, plugins: [workspaces, probe], databaseUrl: db.url, logger: false });
-await trellis.app.listen({ host: '127.0.0.1', port: 0 });
-const appPort = (trellis.app.server.address() as { port: number }).port;
-
-// Fixture: a user, a workspace and an API key, through the API.
-const base = `http://127.0.0.1:${appPort}/api/v1`;
-const signUp = await fetch(`${base}/auth/sign-up`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.test', password: 'bench password' }) });
-const cookie = signUp.headers.get('set-cookie')!.split(';')[0];
-const origin = `http://127.0.0.1:${appPort}`;
-const ws = await (await fetch(`${base}/workspaces`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, origin }, body: JSON.stringify({ name: 'Bench' }) })).json() as { handle: string };
-const keyRes = await (await fetch(`${base}/workspaces/${ws.handle}/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, origin }, body: JSON.stringify({ name: 'bench', role: 'viewer' }) })).json() as { apiKey: { key: string } };
-const [{ id: workspaceId }] = await trellis.db.query<{ id: string }>('SELECT id FROM core_workspaces WHERE handle = $1', [ws.handle]);
+const { base, key, workspaceId } = await serveWithWorkspace(trellis);
 
 // Baseline: bare fastify, same query, same pool.
 const bare = Fastify({ logger: false });
@@ -66,15 +56,15 @@ bare.get('/workspace', async () => {
 await bare.listen({ host: '127.0.0.1', port: 0 });
 const barePort = (bare.server.address() as { port: number }).port;
 
-const check = await fetch(`${base}/bench/workspace`, { headers: { authorization: `Bearer ${keyRes.apiKey.key}` } });
+const check = await fetch(`${base}/bench/workspace`, { headers: { authorization: `Bearer ${key}` } });
 if (check.status !== 200) throw new Error(`subject route answered ${check.status}: ${await check.text()}`);
 
 console.log(`api-overhead: ${connections} connections, ${seconds} s each, Node ${process.version}`);
 // Warm both (JIT, pools), then measure baseline and subject alternately.
 await load(`http://127.0.0.1:${barePort}/workspace`, { connections, seconds: 2 });
-await load(`${base}/bench/workspace`, { connections, seconds: 2, headers: { authorization: `Bearer ${keyRes.apiKey.key}` } });
+await load(`${base}/bench/workspace`, { connections, seconds: 2, headers: { authorization: `Bearer ${key}` } });
 const baseline = await load(`http://127.0.0.1:${barePort}/workspace`, { connections, seconds });
-const subject = await load(`${base}/bench/workspace`, { connections, seconds, headers: { authorization: `Bearer ${keyRes.apiKey.key}` } });
+const subject = await load(`${base}/bench/workspace`, { connections, seconds, headers: { authorization: `Bearer ${key}` } });
 console.log(row('baseline (bare fastify + same read)', baseline));
 console.log(row('full stack (API key, scoped read)', subject));
 console.log(`ratio (full stack / baseline): ${(subject.rps / baseline.rps).toFixed(2)}  (goal >= 0.6)`);

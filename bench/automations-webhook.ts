@@ -21,7 +21,7 @@ import { buildApp } from '../core/app.ts';
 import { loadConfig } from '../core/config/index.ts';
 import workspaces from '../plugins/workspaces/index.ts';
 import automations from '../plugins/automations/index.ts';
-import { benchDatabase, envInt, load, row } from './lib.ts';
+import { benchDatabase, envInt, load, row, serveWithWorkspace } from './lib.ts';
 
 const connections = envInt('BENCH_CONNECTIONS', 20);
 const seconds = envInt('BENCH_SECONDS', 10);
@@ -31,15 +31,7 @@ const rate = envInt('BENCH_RATE', 200);
 const db = await benchDatabase();
 const config = loadConfig({ TRELLIS_DATA_DIR: `/tmp/trellis-bench-data-${process.pid}`, TRELLIS_LOG_LEVEL: 'silent', TRELLIS_DB_POOL_SIZE: '20' });
 const trellis = await buildApp({ config, plugins: [workspaces, automations], databaseUrl: db.url, logger: false });
-await trellis.app.listen({ host: '127.0.0.1', port: 0 });
-const port = (trellis.app.server.address() as { port: number }).port;
-const origin = `http://127.0.0.1:${port}`;
-const base = `${origin}/api/v1`;
-
-const signUp = await fetch(`${base}/auth/sign-up`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.test', password: 'bench password' }) });
-const cookie = signUp.headers.get('set-cookie')!.split(';')[0];
-const ws = (await (await fetch(`${base}/workspaces`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, origin }, body: JSON.stringify({ name: 'Bench' }) })).json()) as { handle: string };
-const key = ((await (await fetch(`${base}/workspaces/${ws.handle}/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, origin }, body: JSON.stringify({ name: 'bench' }) })).json()) as { apiKey: { key: string } }).apiKey.key;
+const { origin, base, key } = await serveWithWorkspace(trellis);
 const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
 
 const created = await fetch(`${base}/automations`, {

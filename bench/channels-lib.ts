@@ -9,7 +9,7 @@ import apiAdapter from '../adapters/channels/api/index.ts';
 import webhookAdapter from '../adapters/channels/webhook/index.ts';
 import channels from '../plugins/channels/index.ts';
 import workspaces from '../plugins/workspaces/index.ts';
-import { benchDatabase, type BenchDatabase } from './lib.ts';
+import { benchDatabase, serveWithWorkspace, type BenchDatabase } from './lib.ts';
 
 export interface ChannelsBench {
   trellis: Trellis;
@@ -24,20 +24,13 @@ export async function startChannelsBench(): Promise<ChannelsBench> {
   const db = await benchDatabase();
   const config = loadConfig({ TRELLIS_DATA_DIR: `/tmp/trellis-bench-data-${process.pid}`, TRELLIS_LOG_LEVEL: 'silent', TRELLIS_DB_POOL_SIZE: '20' });
   const trellis = await buildApp({ config, plugins: [workspaces, channels], adapters: [apiAdapter, webhookAdapter], databaseUrl: db.url, logger: false });
-  await trellis.app.listen({ host: '127.0.0.1', port: 0 });
-  const port = (trellis.app.server.address() as { port: number }).port;
-  const origin = `http://127.0.0.1:${port}`;
-  const base = `${origin}/api/v1`;
-  const signUp = await fetch(`${base}/auth/sign-up`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.test', password: 'bench password' }) });
-  const cookie = signUp.headers.get('set-cookie')!.split(';')[0];
-  const ws = (await (await fetch(`${base}/workspaces`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, origin }, body: JSON.stringify({ name: 'Bench' }) })).json()) as { handle: string };
-  const keyRes = (await (await fetch(`${base}/workspaces/${ws.handle}/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, origin }, body: JSON.stringify({ name: 'bench' }) })).json()) as { apiKey: { key: string } };
+  const { base, origin, key } = await serveWithWorkspace(trellis);
   return {
     trellis,
     db,
     base,
     origin,
-    key: keyRes.apiKey.key,
+    key,
     async close() {
       await trellis.close();
       await db.close();

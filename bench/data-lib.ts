@@ -10,7 +10,7 @@ import workspaces from '../plugins/workspaces/index.ts';
 import data from '../plugins/data/index.ts';
 import query from '../plugins/query/index.ts';
 import sqlQuery from '../plugins/sql-query/index.ts';
-import { benchDatabase, type BenchDatabase } from './lib.ts';
+import { benchDatabase, serveWithWorkspace, type BenchDatabase } from './lib.ts';
 
 export interface DataBench {
   trellis: Trellis;
@@ -33,20 +33,12 @@ export async function startDataBench(opts: { sql?: boolean; pool?: number } = {}
   config.plugins['query-duckdb'] = { ...(config.plugins['query-duckdb'] ?? {}), memoryLimitMb: 2048, threads: 2 };
   const duck = adapters.filter((a) => a.id === 'query-duckdb');
   const trellis = await buildApp({ config, plugins: opts.sql ? [workspaces, query, data, sqlQuery] : [workspaces, data], adapters: opts.sql ? duck : [], databaseUrl: db.url, logger: false });
-  await trellis.app.listen({ host: '127.0.0.1', port: 0 });
-  const port = (trellis.app.server.address() as { port: number }).port;
-  const base = `http://127.0.0.1:${port}/api/v1`;
-  const origin = `http://127.0.0.1:${port}`;
-  const signUp = await fetch(`${base}/auth/sign-up`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.test', password: 'bench password' }) });
-  const cookie = signUp.headers.get('set-cookie')!.split(';')[0];
-  const ws = (await (await fetch(`${base}/workspaces`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, origin }, body: JSON.stringify({ name: 'Bench' }) })).json()) as { handle: string };
-  const key = (await (await fetch(`${base}/workspaces/${ws.handle}/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, origin }, body: JSON.stringify({ name: 'bench' }) })).json()) as { apiKey: { key: string } };
-  const [{ id: workspaceId }] = await trellis.db.query<{ id: string }>('SELECT id FROM core_workspaces WHERE handle = $1', [ws.handle]);
+  const { base, key, workspaceId } = await serveWithWorkspace(trellis);
   return {
     trellis,
     db,
     base,
-    headers: { authorization: `Bearer ${key.apiKey.key}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     workspaceId,
     async close() {
       await trellis.close();

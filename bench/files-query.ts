@@ -4,6 +4,7 @@
  * against DuckDB querying the same file directly (read_parquet on the stored file) in the same
  * run. Median of BENCH_RUNS (default 5) after one warm-up each. Prints both and the ratio.
  */
+import { setupWorkspace } from '../core/testing/index.ts';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -45,10 +46,7 @@ try {
   const trellis = await buildApp({ config, plugins: [workspaces, files, query, data, fileQuery], adapters: [local, duckdb], databaseUrl: db.url, logger: false });
   try {
     const inject = trellis.app.inject.bind(trellis.app);
-    const signUp = await inject({ method: 'POST', url: '/api/v1/auth/sign-up', payload: { email: 'bench@example.test', password: 'bench password' } });
-    const cookie = `trellis_session=${signUp.cookies.find((c) => c.name === 'trellis_session')!.value}`;
-    const ws = (await inject({ method: 'POST', url: '/api/v1/workspaces', headers: { cookie, origin: 'http://localhost:80' }, payload: { name: 'Bench' } })).json();
-    const key = (await inject({ method: 'POST', url: `/api/v1/workspaces/${ws.handle}/api-keys`, headers: { cookie, 'x-workspace-handle': ws.handle }, payload: { name: 'bench' } })).json().apiKey.key;
+    const { key } = await setupWorkspace({ inject }, 'Bench');
     const auth = { authorization: `Bearer ${key}` };
     const created = (await inject({ method: 'POST', url: '/api/v1/files', headers: auth, payload: { mode: 'direct', name: 'events.parquet' } })).json();
     const u = new URL(created.upload.url);

@@ -9,7 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { startEmbeddedPostgres } from '../core/db/embedded.ts';
+import type { Trellis } from '../core/app.ts';
 import { createDatabase } from '../core/db/index.ts';
+import { setupWorkspace } from '../core/testing/index.ts';
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '..');
@@ -75,4 +77,24 @@ export function envInt(name: string, fallback: number): number {
 
 export function row(label: string, r: LoadResult): string {
   return `${label.padEnd(34)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${String(r.p50).padStart(4)} ms   p99 ${String(r.p99).padStart(4)} ms   (${r.requests} requests, ${r.errors} errors, ${r.non2xx} non-2xx)`;
+}
+
+export interface BenchServer {
+  /** `http://127.0.0.1:<port>` */
+  origin: string;
+  /** `${origin}/api/v1` */
+  base: string;
+  handle: string;
+  workspaceId: string;
+  /** An admin API key of the workspace. */
+  key: string;
+}
+
+/** Listens on a free port and creates a user, a workspace and an admin key (through the API). */
+export async function serveWithWorkspace(trellis: Trellis): Promise<BenchServer> {
+  await trellis.app.listen({ host: '127.0.0.1', port: 0 });
+  const origin = `http://127.0.0.1:${(trellis.app.server.address() as { port: number }).port}`;
+  const ws = await setupWorkspace({ inject: trellis.app.inject.bind(trellis.app) }, 'Bench');
+  const [{ id }] = await trellis.db.query<{ id: string }>('SELECT id FROM core_workspaces WHERE handle = $1', [ws.handle]);
+  return { origin, base: `${origin}/api/v1`, handle: ws.handle, workspaceId: id, key: ws.key };
 }

@@ -7,19 +7,11 @@ import type { Database } from '../../core/db/index.ts';
 import { Conflict, DecodeError, NotFound, type DecodeIssue } from '../../core/errors/index.ts';
 import { uuidv7 } from '../../core/crypto/index.ts';
 import { hasNul } from './validate.ts';
-import type { CreateDefinitionBody, FieldDefinitionInput, FieldType, PatchDefinitionBody } from './definitions.schemas.ts';
+import type { DataFieldDefinition } from './api.ts';
+import type { CreateDefinitionBody, FieldDefinitionInput, PatchDefinitionBody } from './definitions.schemas.ts';
 
-export interface FieldDef {
-  name: string;
-  description?: string;
-  type: FieldType;
-  variant?: 'long-text' | 'url';
-  options?: { value: string; label: string; color: string }[];
-  dataDefinitionId?: string;
-  materialized?: { sql: string };
-  unique?: boolean;
-  required?: boolean;
-}
+/** A field definition as stored: the public type of plugins/data/api.ts. */
+export type FieldDef = DataFieldDefinition;
 
 export interface DefinitionRecord {
   id: string;
